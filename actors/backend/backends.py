@@ -1,0 +1,229 @@
+"""The backends supervisor: one_for_one over one actor per configured backend.
+
+It receives the desired set of backend specs from the config actor and applies only
+the difference (start new, stop removed, restart changed), so unchanged backends keep
+their process and their in-flight calls. It publishes the directory of backend handles
+that client sessions use to reach a backend's mailbox.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+
+import attrs
+import mcp_types as types
+import outcome
+import structlog
+import trio
+
+from assern.actors.backend.actor import BackendActor
+from assern.actors.backend.diff import diff_specs
+from assern.actors.backend.handle import BackendHandle
+from assern.actors.backend.messages import BackendRequest, BackendUnavailable
+from assern.actors.backend.status import BackendState
+from assern.actors.config.spec import ServerSpec
+from assern.actors.router.actor import RouterMsg, poke
+from assern.actors.router.catalog import BackendListing
+from assern.supervisor.cell import Cell
+from assern.supervisor.mailbox import open_mailbox, reply_to
+from assern.supervisor.spec import ChildSpec, Strategy, SupervisorSpec
+from assern.supervisor.supervisor import ChildState, ChildStatus, Supervisor, open_supervisor
+
+log = structlog.get_logger()
+
+BACKEND_MAILBOX = 64
+
+
+@attrs.frozen(kw_only=True)
+class DesiredSet:
+    """The complete set of backends that should run, in configuration order."""
+
+    specs: Mapping[str, ServerSpec]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ServerCommand:
+    """A hand-given command for one backend: restart, stop or start."""
+
+    action: str
+    server: str
+    reply: trio.MemorySendChannel[outcome.Outcome[str]] = attrs.field(repr=False)
+
+
+BackendsMsg = DesiredSet | ServerCommand
+
+Directory = Mapping[str, BackendHandle]
+
+
+class BackendsActor:
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[BackendsMsg],
+        *,
+        router: trio.MemorySendChannel[RouterMsg],
+        on_notification: Callable[[str, types.ServerNotification], None],
+        directory: Cell[Directory],
+        settled: trio.Event,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.inbox = inbox
+        self._router = router
+        self._on_notification = on_notification
+        self.directory = directory
+        self.settled = settled
+        self._rng = rng
+        self._sup: Supervisor | None = None
+        self._wake_send, self._wake_recv = open_mailbox[str](64)
+
+    def listings(self) -> list[BackendListing]:
+        """Ready backends' listings in configuration order (read by the router)."""
+        return [h.actor.listing for h in self.directory.value.values() if h.actor.listing]
+
+    # ---------------------------------------------------------------- running
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with structlog.contextvars.bound_contextvars(actor="backends"):
+            async with (
+                open_supervisor(
+                    SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=None),
+                    rng=self._rng,
+                    on_change=self._child_changed,
+                ) as sup,
+                trio.open_nursery() as nursery,
+            ):
+                self._sup = sup
+                nursery.start_soon(self._wake_lazy, sup)
+                task_status.started()
+                async for msg in self.inbox:
+                    match msg:
+                        case DesiredSet():
+                            await self._apply(sup, msg.specs)
+                        case ServerCommand():
+                            reply_to(msg.reply, await outcome.acapture(self._command, sup, msg))
+                            msg.reply.close()
+                nursery.cancel_scope.cancel()
+
+    def _child_spec(self, actor: BackendActor) -> ChildSpec:
+        return ChildSpec(
+            id=actor.spec.name,
+            start=actor.run,
+            policy=actor.spec.policy,
+            shutdown_timeout=6.0,
+        )
+
+    def _new_handle(self, spec: ServerSpec) -> BackendHandle:
+        send, receive = open_mailbox[BackendRequest](BACKEND_MAILBOX)
+        actor = BackendActor(
+            spec,
+            receive,
+            on_change=lambda server: poke(self._router, server),
+            on_notification=self._on_notification,
+        )
+
+        def wake() -> None:
+            try:
+                self._wake_send.send_nowait(spec.name)
+            except trio.WouldBlock:
+                pass
+
+        return BackendHandle(name=spec.name, mailbox=send, actor=actor, wake=wake)
+
+    async def _apply(self, sup: Supervisor, desired: Mapping[str, ServerSpec]) -> None:
+        current = dict(self.directory.value)
+        diff = diff_specs({n: h.actor.spec for n, h in current.items()}, desired)
+        log.info(
+            "backends_apply",
+            start=list(diff.start),
+            stop=list(diff.stop),
+            restart=list(diff.restart),
+            unchanged=len(diff.unchanged),
+        )
+        for name in diff.stop:
+            await self._stop(sup, current.pop(name))
+        for name in diff.restart:
+            await self._stop(sup, current.pop(name))
+        fresh = [self._new_handle(desired[name]) for name in (*diff.restart, *diff.start)]
+        for handle in fresh:
+            current[handle.name] = handle
+        self.directory.set({name: current[name] for name in desired})
+        async with trio.open_nursery() as starting:
+            for handle in fresh:
+                if handle.actor.spec.start == "eager":
+                    starting.start_soon(sup.start_child, self._child_spec(handle.actor))
+        self.settled.set()
+        poke(self._router, "*")
+
+    async def _stop(self, sup: Supervisor, handle: BackendHandle) -> None:
+        if handle.name in sup.status():
+            await sup.terminate_child(handle.name)
+        handle.mailbox.close()
+        handle.actor.mark(BackendState.STOPPED)
+        self._drain(handle, "it was removed from the configuration")
+
+    async def _wake_lazy(self, sup: Supervisor) -> None:
+        async for name in self._wake_recv:
+            handle = self.directory.value.get(name)
+            if handle is not None and name not in sup.status():
+                log.info("backend_lazy_start", server=name)
+                await sup.start_child(self._child_spec(handle.actor))
+
+    async def _command(self, sup: Supervisor, msg: ServerCommand) -> str:
+        handle = self.directory.value.get(msg.server)
+        if handle is None:
+            known = ", ".join(self.directory.value) or "none"
+            raise KeyError(f"unknown server '{msg.server}' (configured: {known})")
+        running = msg.server in sup.status()
+        if msg.action == "restart":
+            if running:
+                await sup.restart_child(msg.server)
+            else:
+                await sup.start_child(self._child_spec(handle.actor))
+            return f"restarted {msg.server}"
+        if msg.action == "stop":
+            if running:
+                await sup.terminate_child(msg.server)
+            handle.actor.mark(BackendState.STOPPED)
+            self._drain(handle, "it was stopped by hand")
+            return f"stopped {msg.server}"
+        if msg.action == "start":
+            if not running:
+                await sup.start_child(self._child_spec(handle.actor))
+            return f"started {msg.server}"
+        raise ValueError(f"unknown action '{msg.action}' (restart, stop, start)")
+
+    # ----------------------------------------------------------- supervision
+
+    def _child_changed(self, status: ChildStatus) -> None:
+        handle = self.directory.value.get(status.id)
+        if handle is None:
+            return
+        actor = handle.actor
+        error = str(status.last_error) if status.last_error is not None else status.last_exit
+        if status.state is ChildState.RESTARTING:
+            actor.mark(
+                BackendState.RESTARTING,
+                restarts=status.restarts,
+                next_restart_at=status.next_restart_at,
+                last_exit=error,
+                last_error=error,
+            )
+            log.warning("backend_restart_scheduled", server=status.id, restarts=status.restarts)
+        elif status.state is ChildState.FAILED:
+            actor.mark(BackendState.FAILED, restarts=status.restarts, last_exit=error, last_error=error)
+            log.error("backend_failed", server=status.id, restarts=status.restarts, error=error)
+            self._drain(handle, f"it failed after {status.restarts} restarts ({error})")
+        elif status.state is ChildState.RUNNING:
+            actor.mark(BackendState.READY, restarts=status.restarts, next_restart_at=None)
+        elif status.state is ChildState.STARTING:
+            actor.mark(BackendState.STARTING, restarts=status.restarts)
+
+    def _drain(self, handle: BackendHandle, reason: str) -> None:
+        """Answer every queued request of a backend that will not serve them."""
+        while True:
+            try:
+                msg = handle.actor.inbox.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            with msg.reply:
+                reply_to(msg.reply, outcome.Error(BackendUnavailable(handle.name, reason)))

@@ -1,0 +1,68 @@
+"""How other actors reach a backend: its mailbox address plus a read-only view of it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+import attrs
+import trio
+
+from assern.actors.backend.messages import BackendRequest, BackendUnavailable
+from assern.actors.backend.status import BackendState, BackendStatus
+from assern.supervisor.mailbox import ActorGone, Reply, new_reply
+
+if TYPE_CHECKING:
+    from assern.actors.backend.actor import BackendActor
+
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class BackendHandle:
+    name: str
+    mailbox: trio.MemorySendChannel[BackendRequest] = attrs.field(repr=False)
+    actor: BackendActor = attrs.field(repr=False)
+    #: asks the backends supervisor to start a lazy backend (no-op when it runs)
+    wake: Callable[[], None] = attrs.field(default=lambda: None, repr=False)
+
+    @property
+    def status(self) -> BackendStatus:
+        return self.actor.status
+
+
+async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendRequest]) -> T:
+    """Send one request to a backend and wait for its answer.
+
+    A failed or stopped backend is refused at once with the reason. A backend that is
+    starting or restarting keeps the request queued until it is ready. When the caller
+    is cancelled (its client cancelled the request), the backend call is cancelled too.
+
+    Raises:
+        BackendUnavailable: the backend failed, is stopped, or went away mid-call.
+        mcp.shared.exceptions.MCPError: the backend answered with a JSON-RPC error.
+    """
+    status = handle.status
+    if status.state is BackendState.FAILED:
+        raise BackendUnavailable(
+            handle.name, f"it failed after {status.restarts} restarts ({status.last_error})"
+        )
+    if status.state is BackendState.STOPPED:
+        raise BackendUnavailable(handle.name, "it is stopped")
+    if status.state is BackendState.LAZY:
+        handle.wake()
+    reply, pending = new_reply()
+    msg = make(reply)
+    try:
+        await handle.mailbox.send(msg)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        reply.close()
+        raise BackendUnavailable(handle.name, "it was removed from the configuration") from None
+    try:
+        return await pending.result()
+    except ActorGone:
+        status = handle.status
+        raise BackendUnavailable(handle.name, status.last_exit or "it restarted") from None
+    except trio.Cancelled:
+        msg.scope.cancel()
+        raise

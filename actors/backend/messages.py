@@ -1,0 +1,89 @@
+"""The backend actor's mailbox vocabulary: one frozen class per request, one union."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import mcp_types as types
+import trio
+
+from assern.supervisor.mailbox import Reply
+
+#: Called for each progress notification the backend sends about a call.
+ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Origin:
+    """The client connection a request came from (server-to-client requests go back there)."""
+
+    client: str
+    #: asks that client for sampling/elicitation/roots on the backend's behalf
+    ask: Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]] | None = attrs.field(
+        default=None, repr=False
+    )
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class CallTool:
+    name: str
+    arguments: dict[str, Any] | None
+    meta: dict[str, Any] | None = None
+    progress: ProgressSink | None = attrs.field(default=None, repr=False)
+    #: cancelled by the caller when its client cancels the request
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    origin: Origin | None = None
+    reply: Reply[types.CallToolResult] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ReadResource:
+    uri: str
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    reply: Reply[types.ReadResourceResult] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class GetPrompt:
+    name: str
+    arguments: dict[str, str] | None
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    reply: Reply[types.GetPromptResult] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Complete:
+    ref: types.PromptReference | types.ResourceTemplateReference
+    argument: dict[str, str]
+    context_arguments: dict[str, str] | None = None
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    reply: Reply[types.CompleteResult] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Subscribe:
+    uri: str
+    subscribe: bool
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    reply: Reply[None] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class SetLevel:
+    level: types.LoggingLevel
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    reply: Reply[None] = attrs.field(repr=False)
+
+
+BackendRequest = CallTool | ReadResource | GetPrompt | Complete | Subscribe | SetLevel
+
+
+class BackendUnavailable(Exception):
+    """The backend cannot answer: it exited, failed, or is stopped. The text says why."""
+
+    def __init__(self, server: str, reason: str) -> None:
+        super().__init__(f"server '{server}' is unavailable: {reason}")
+        self.server = server
+        self.reason = reason

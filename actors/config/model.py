@@ -1,0 +1,332 @@
+"""The config files as written: frozen attrs classes that cattrs structures.
+
+A file is one layer, so every field of a server, project or settings table is optional:
+None means "this file does not say", and a higher layer's value wins over a lower one's
+only where it says something. Defaults are applied once, when the layers are resolved
+into a `ServerSpec` (see resolve.py).
+
+This module deliberately has no `from __future__ import annotations`: cattrs reads the
+field types at runtime.
+"""
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from assern.actors.config.env import MergeMode
+from assern.actors.config.keypath import KeyPath, at
+from assern.actors.config.spec import ConfigError, Naming, StartMode, Transport
+from assern.actors.config.structure import (
+    CONVERTER,
+    Invalid,
+    expected,
+    register_union,
+    show,
+    structure,
+)
+
+RestartType = Literal["permanent", "transient", "temporary"]
+McpServerType = Literal["stdio", "sse", "http", "streamable-http"]
+
+
+# -- validators: callable classes with a readable repr, raising messages meant for users --
+
+
+@attrs.frozen(repr=False)
+class _AtLeast:
+    """Optional number `>= bound` (or `> bound` when not `inclusive`)."""
+
+    bound: float
+    noun: str = "a number"
+    inclusive: bool = True
+
+    def __call__(self, _instance: object, _attribute: object, value: float | None) -> None:
+        if value is None:
+            return
+        if value < self.bound or (not self.inclusive and value == self.bound):
+            relation = ">=" if self.inclusive else ">"
+            raise Invalid(f"expected {self.noun} {relation} {self.bound:g}, got {show(value)}")
+
+    def __repr__(self) -> str:
+        return f"<validator {'>=' if self.inclusive else '>'} {self.bound:g}>"
+
+
+def _positive(noun: str = "a number") -> _AtLeast:
+    return _AtLeast(0, noun, inclusive=False)
+
+
+@attrs.frozen(repr=False)
+class _EnvNames:
+    """Keys of an env table must be usable as environment variable names."""
+
+    def __call__(self, _instance: object, _attribute: object, value: Mapping[str, str] | None) -> None:
+        for key in value or ():
+            if not key or "=" in key or "\0" in key:
+                raise Invalid(f"expected environment variable names, got {key!r}")
+
+    def __repr__(self) -> str:
+        return "<validator env names>"
+
+
+_PROTOCOL_VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@attrs.frozen(repr=False)
+class _Protocol:
+    """A protocol choice: legacy, auto, or a version pin such as 2026-07-28."""
+
+    def __call__(self, _instance: object, _attribute: object, value: str | None) -> None:
+        if value is None or value in ("legacy", "auto") or _PROTOCOL_VERSION.fullmatch(value):
+            return
+        raise Invalid(
+            f"expected 'legacy', 'auto' or a protocol version such as '2026-07-28', got {show(value)}"
+        )
+
+    def __repr__(self) -> str:
+        return "<validator protocol>"
+
+
+@attrs.frozen(repr=False)
+class _Directories:
+    """Project directory patterns must be absolute or start with `~`."""
+
+    def __call__(self, _instance: object, _attribute: object, value: tuple[str, ...]) -> None:
+        for pattern in value:
+            if not pattern.startswith(("/", "~")):
+                raise Invalid(f"expected absolute paths or paths starting with '~', got {pattern!r}")
+
+    def __repr__(self) -> str:
+        return "<validator directories>"
+
+
+# -- the tables ---------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SettingsConfig:
+    """`[settings]` as one file writes it."""
+
+    naming: Naming | None = None
+    max_name_length: int | None = attrs.field(default=None, validator=_AtLeast(1, "an integer"))
+
+
+@attrs.frozen(kw_only=True)
+class McpServerEntry:
+    """One entry of an `mcpServers` JSON file (Claude Desktop, Cursor, Claude Code, cllm-mcp).
+
+    `type` is Claude Code's transport word ("http" means streamable HTTP).
+    """
+
+    command: str | None = None
+    args: tuple[str, ...] | None = None
+    env: Mapping[str, str] | None = attrs.field(default=None, repr=False, validator=_EnvNames())
+    url: str | None = None
+    headers: Mapping[str, str] | None = attrs.field(default=None, repr=False)
+    cwd: str | None = None
+    type: McpServerType | None = None
+    disabled: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ServerConfig:
+    """One `[servers.NAME]` table (or a project's or local file's override of it).
+
+    Every field is None when the table leaves it out. `env` and `headers` never appear in
+    a repr.
+    """
+
+    command: str | None = None
+    args: tuple[str, ...] | None = None
+    env: Mapping[str, str] | None = attrs.field(default=None, repr=False, validator=_EnvNames())
+    cwd: str | None = None
+    url: str | None = None
+    transport: Transport | None = None
+    headers: Mapping[str, str] | None = attrs.field(default=None, repr=False)
+    merge_mode: MergeMode | None = None
+    allowed: tuple[str, ...] | None = None
+    restart: RestartType | None = None
+    max_restarts: int | None = attrs.field(default=None, validator=_AtLeast(0, "an integer"))
+    restart_window: float | None = attrs.field(default=None, validator=_positive())
+    backoff_initial: float | None = attrs.field(default=None, validator=_AtLeast(0))
+    backoff_max: float | None = attrs.field(default=None, validator=_AtLeast(0))
+    start: StartMode | None = None
+    timeout: float | None = attrs.field(default=None, validator=_positive())
+    startup_timeout: float | None = attrs.field(default=None, validator=_positive())
+    idle_timeout: float | None = attrs.field(default=None, validator=_positive())
+    protocol: str | None = attrs.field(default=None, validator=_Protocol())
+    disabled: bool | None = None
+
+    @classmethod
+    def from_mcp_server(cls, entry: McpServerEntry) -> "ServerConfig":
+        """Translate one `mcpServers` entry into our server table."""
+        transport: Transport | None = None
+        if entry.type in ("http", "streamable-http"):
+            transport = "streamable-http"
+        elif entry.type is not None:
+            transport = entry.type
+        return cls(
+            command=entry.command,
+            args=entry.args,
+            env=entry.env,
+            url=entry.url,
+            headers=entry.headers,
+            cwd=entry.cwd,
+            transport=transport,
+            disabled=entry.disabled,
+        )
+
+    @classmethod
+    def from_mcp_servers_json(cls, text: str, *, file: str) -> dict[str, "ServerConfig"]:
+        """Read an `mcpServers` JSON document (Claude Desktop / Cursor / cllm-mcp format).
+
+        `{"mcpServers": {"NAME": {"command", "args", "env", "url", "headers"}}}`; VS Code's
+        top-level `"servers"` is accepted too. Other top-level keys, and keys of an entry
+        that assern does not use (a client's `autoApprove`, say), are ignored so that
+        existing client configs work unchanged.
+
+        Args:
+            text: The JSON text.
+            file: Its file name, for errors.
+
+        Returns:
+            The servers by name, in file order.
+
+        Raises:
+            ConfigError: invalid JSON (with line and column), a wrongly typed value, or an
+                entry with neither (or both) `command` and `url`; every problem is listed.
+        """
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problem = f"invalid JSON: {exc.msg} (at line {exc.lineno}, column {exc.colno})"
+            raise ConfigError(file, (problem,)) from exc
+        key = "mcpServers"
+        if isinstance(document, Mapping) and key not in document and "servers" in document:
+            key = "servers"
+        if not isinstance(document, Mapping) or key not in document:
+            raise ConfigError(file, ('expected a JSON object with an "mcpServers" object',))
+        raw = document[key]
+        known = {field.name for field in attrs.fields(McpServerEntry)}
+        if isinstance(raw, Mapping):
+            raw = {
+                name: {k: v for k, v in entry.items() if k in known} if isinstance(entry, Mapping) else entry
+                for name, entry in raw.items()
+            }
+        entries = structure(raw, Mapping[str, McpServerEntry], file=file, prefix=(key,))
+        servers = {name: cls.from_mcp_server(entry) for name, entry in entries.items()}
+        problems = [
+            at(message, (key, name, *suffix))
+            for name, server in servers.items()
+            for suffix, message in server.problems(defines=True)
+        ]
+        if problems:
+            raise ConfigError(file, tuple(problems))
+        return servers
+
+    def problems(self, *, defines: bool) -> list[tuple[KeyPath, str]]:
+        """Cross-field rules of one server table.
+
+        Args:
+            defines: The table defines the server (no lower layer does), so it must
+                say how to reach it; False for an override of an existing server.
+
+        Returns:
+            (key path below the server's table, message) pairs; empty when all is well.
+        """
+        problems: list[tuple[KeyPath, str]] = []
+        if self.command is not None and self.url is not None:
+            problems.append(((), "a server takes either `command` or `url`, not both"))
+        elif defines and self.command is None and self.url is None:
+            problems.append(((), "a server needs either `command` or `url`"))
+        if self.transport == "stdio" and self.url is not None and self.command is None:
+            problems.append((("transport",), "transport 'stdio' needs `command`, not `url`"))
+        if self.transport in ("sse", "streamable-http") and self.command is not None:
+            problems.append((("transport",), f"transport {self.transport!r} needs `url`, not `command`"))
+        return problems
+
+
+#: `servers` of a project: a list of global server names to enable, or override tables.
+ProjectServers = tuple[str, ...] | Mapping[str, ServerConfig]
+
+
+@attrs.frozen(kw_only=True)
+class ProjectConfig:
+    """`[projects.NAME]` in the global config.
+
+    `servers` is either a list of the global servers the project enables, or a table of
+    `[projects.NAME.servers.X]` overrides and new servers (then every global server stays
+    enabled; an override with `disabled = true` drops one). TOML cannot hold both under
+    one key.
+    """
+
+    directories: tuple[str, ...] = attrs.field(default=(), validator=_Directories())
+    env: Mapping[str, str] | None = attrs.field(default=None, repr=False, validator=_EnvNames())
+    servers: ProjectServers | None = None
+
+    @property
+    def enabled(self) -> tuple[str, ...] | None:
+        """The global servers this project enables, or None for all of them."""
+        return self.servers if isinstance(self.servers, tuple) else None
+
+    @property
+    def overrides(self) -> Mapping[str, ServerConfig]:
+        """The project's server tables: overrides of global servers and new servers."""
+        return self.servers if isinstance(self.servers, Mapping) else {}
+
+
+def _structure_project_servers(value: object, _: object) -> Any:
+    if isinstance(value, list | tuple):
+        return CONVERTER.structure(value, tuple[str, ...])
+    if isinstance(value, Mapping):
+        return CONVERTER.structure(value, Mapping[str, ServerConfig])
+    raise expected("a list of server names or a table of servers", value)
+
+
+register_union(ProjectServers, _structure_project_servers)
+
+
+@attrs.frozen(kw_only=True)
+class ConfigFile:
+    """The global config file (`$ASSERN_HOME/config.toml` or `--config`)."""
+
+    settings: SettingsConfig | None = None
+    servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
+    projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
+    include: tuple[str, ...] = ()
+
+    def problems(self, *, included: Collection[str]) -> list[str]:
+        """Cross-table rules of the file: "problem @ key.path" lines.
+
+        Args:
+            included: Names of servers defined by the file's included JSON files (a
+                `[servers.X]` table for one of them is an override, not a definition).
+        """
+        problems = [
+            at(message, ("servers", name, *suffix))
+            for name, server in self.servers.items()
+            for suffix, message in server.problems(defines=name not in included)
+        ]
+        known = {*included, *self.servers}
+        for project_name, project in self.projects.items():
+            path: KeyPath = ("projects", project_name, "servers")
+            for index, name in enumerate(project.enabled or ()):
+                if name not in known:
+                    listing = ", ".join(repr(n) for n in sorted(known)) or "none"
+                    problems.append(at(f"unknown server {name!r} (known servers: {listing})", (*path, index)))
+            for name, server in project.overrides.items():
+                for suffix, message in server.problems(defines=name not in known):
+                    problems.append(at(message, (*path, name, *suffix)))
+        return problems
+
+
+@attrs.frozen(kw_only=True)
+class LocalConfigFile:
+    """A project's `.assern/config.toml`: the global file's tables plus `project`."""
+
+    project: str | None = None
+    settings: SettingsConfig | None = None
+    servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
+    include: tuple[str, ...] = ()

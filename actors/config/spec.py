@@ -1,0 +1,153 @@
+"""What the configuration layer hands to the rest of assern: resolved, frozen values.
+
+Everything here is already merged, expanded and checked. The backend actor runs a
+`ServerSpec` as it is; nothing downstream reads a config file or the environment again.
+Secrets live in `env` and `headers`, which never appear in a repr.
+"""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+import attrs
+
+from assern.supervisor.spec import RestartPolicy
+
+#: Where a value came from, lowest layer first (DESIGN.md §3). `mcp-json` is a server read
+#: from an `mcpServers` JSON file (included, or given as the config file itself); `cli`
+#: is reserved for values given on the command line.
+Layer = Literal[
+    "system-env",
+    "global-env",
+    "global-config",
+    "project",
+    "local-env",
+    "local-config",
+    "mcp-json",
+    "cli",
+]
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+StartMode = Literal["eager", "lazy"]
+Naming = Literal["prefix", "hybrid"]
+
+
+@attrs.frozen(kw_only=True)
+class Provenance:
+    """The layer and file that supplied a value.
+
+    Attributes:
+        layer: One of the `Layer` words, e.g. "global-env" or "local-config".
+        file: The file that holds the value, or None for the process environment.
+    """
+
+    layer: Layer
+    file: str | None
+
+
+@attrs.frozen(kw_only=True)
+class Settings:
+    """Aggregator-wide settings (`[settings]`, the local file's winning over the global's).
+
+    Attributes:
+        naming: "prefix" always exposes `{server}_{tool}`; "hybrid" keeps a natural name
+            when it is unique.
+        max_name_length: Longest exposed name; longer ones are shortened deterministically.
+    """
+
+    naming: Naming = "prefix"
+    max_name_length: int = 64
+
+
+@attrs.frozen(kw_only=True)
+class ServerSpec:
+    """One backend, fully resolved: exactly what the backend actor runs.
+
+    Attributes:
+        name: The server's name as configured (the key of `[servers.NAME]`).
+        transport: "stdio" (a child process), "streamable-http" or "sse" (a remote URL).
+        command: The program to start, for stdio.
+        args: Its arguments.
+        env: The complete environment of the child process: the system environment, the
+            .env files and the server's and project's env after merging. Never logged.
+        cwd: Absolute working directory of the child, or None to inherit assern's.
+        url: The endpoint, for the HTTP transports.
+        headers: HTTP headers sent to a remote backend. Never logged.
+        allowed: fnmatch globs over the backend's original tool names; None exposes all.
+        policy: How the backend is restarted (OTP restart type, intensity, backoff).
+        start: "eager" starts with assern; "lazy" on first use.
+        timeout: Seconds allowed for one call.
+        startup_timeout: Seconds allowed for the backend to start and initialize.
+        idle_timeout: Seconds without calls after which a backend may be stopped; None
+            keeps it running.
+        protocol: "legacy" (initialize handshake), "auto" (probe, then fall back) or a
+            protocol version pin such as "2026-07-28".
+        env_keys_from: For every env key supplied by a config layer or .env file (not by
+            the system environment), where it came from.
+    """
+
+    name: str
+    transport: Transport
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = attrs.field(factory=dict, repr=False, hash=False)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False, hash=False)
+    allowed: tuple[str, ...] | None = None
+    policy: RestartPolicy = attrs.field(factory=RestartPolicy)
+    start: StartMode = "eager"
+    timeout: float = 60.0
+    startup_timeout: float = 30.0
+    idle_timeout: float | None = None
+    protocol: str = "legacy"
+    env_keys_from: Mapping[str, Provenance] = attrs.field(factory=dict, repr=False, hash=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.transport == "stdio" and not self.command:
+            raise ValueError(f"server {self.name!r}: the stdio transport needs a command")
+        if self.transport != "stdio" and not self.url:
+            raise ValueError(f"server {self.name!r}: the {self.transport} transport needs a url")
+
+
+@attrs.frozen(kw_only=True)
+class ResolvedConfig:
+    """The whole configuration in effect for one directory and project.
+
+    Attributes:
+        settings: The merged `[settings]`.
+        servers: The enabled servers by name, in declaration order (disabled ones and
+            those a project leaves out are absent).
+        project: The active project's name, or None when no project applies.
+        files: Every existing file that contributed (config files, .env files, included
+            JSON files), for hot reload to watch.
+        warnings: Things worth telling the user that do not stop assern.
+    """
+
+    settings: Settings
+    servers: Mapping[str, ServerSpec]
+    project: str | None
+    files: tuple[Path, ...]
+    warnings: tuple[str, ...] = ()
+
+
+class ConfigError(Exception):
+    """A configuration file (or the project choice) is wrong; nothing was loaded.
+
+    A plain `Exception`, never an `ExceptionGroup`, so it travels through trio nurseries
+    and `except` clauses like any other error. It carries every problem found in one
+    file, not just the first.
+
+    Attributes:
+        file: The file at fault, or None when no single file is (an unknown --project).
+        problems: One line per problem, each "WHAT @ key.path" when a key is known.
+    """
+
+    def __init__(self, file: str | None, problems: tuple[str, ...]) -> None:
+        super().__init__(file, problems)
+        self.file = file
+        self.problems = problems
+
+    def __str__(self) -> str:
+        prefix = f"{self.file}: " if self.file is not None else ""
+        return "\n".join(f"{prefix}{problem}" for problem in self.problems)

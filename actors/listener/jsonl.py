@@ -1,0 +1,110 @@
+"""Newline-delimited JSON-RPC over any trio byte stream pair, as the SDK's message streams.
+
+Used for stdio and for socket clients alike. A line that is not JSON, or not a JSON-RPC
+message, is answered here with a JSON-RPC error (parse error or invalid request) and
+the session goes on: the SDK itself would drop such lines silently.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import mcp_types as types
+import trio
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+MAX_LINE = 64 * 1024 * 1024
+
+
+def error_line(request_id: Any, code: int, message: str) -> bytes:
+    payload = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(payload).encode() + b"\n"
+
+
+def parse_line(line: bytes) -> SessionMessage | bytes:
+    """A message for the SDK, or the bytes of the error line to answer with."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except ValidationError as exc:
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            return error_line(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+        request_id = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            request_id = None
+        first = exc.errors()[0] if exc.errors() else {"msg": "not a JSON-RPC 2.0 message"}
+        where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int))
+        detail = f"{first['msg']}" + (f" at {where}" if where else "")
+        return error_line(request_id, types.INVALID_REQUEST, f"Invalid request: {detail}")
+
+
+async def read_lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
+    buffer = bytearray()
+    while True:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            if buffer.strip():
+                yield bytes(buffer)
+            return
+        buffer += chunk
+        start = 0
+        while (end := buffer.find(b"\n", start)) >= 0:
+            yield bytes(buffer[start:end])
+            start = end + 1
+        del buffer[:start]
+        if len(buffer) > MAX_LINE:
+            raise ValueError("a client message exceeded 64 MiB")
+
+
+@contextlib.asynccontextmanager
+async def jsonl_streams(
+    receive: trio.abc.ReceiveStream, send: trio.abc.SendStream
+) -> AsyncIterator[tuple[Any, Any]]:
+    """Yield (read, write) anyio streams of `SessionMessage` over a byte stream pair.
+
+    The read stream ends when the peer closes its side. Leaving the block stops the pumps.
+    """
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](32)
+    out_send, out_recv = trio.open_memory_channel[bytes](64)
+
+    async def pump_in() -> None:
+        async with read_send:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                async for line in read_lines(receive):
+                    if not line.strip():
+                        continue
+                    parsed = parse_line(line)
+                    if isinstance(parsed, bytes):
+                        await out_send.send(parsed)
+                        continue
+                    try:
+                        await read_send.send(parsed)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        return
+
+    async def pump_messages() -> None:
+        async with write_recv:
+            async for message in write_recv:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await out_send.send(data.encode() + b"\n")
+
+    async def pump_out() -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            async for data in out_recv:
+                await send.send_all(data)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pump_in)
+        nursery.start_soon(pump_messages)
+        nursery.start_soon(pump_out)
+        try:
+            yield read_recv, write_send
+        finally:
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,83 @@
+"""The router: single writer of the catalog. Rebuilds it when a backend's listing changes.
+
+Backends poke the router's mailbox with the name of the server whose listing changed;
+pokes are coalesced (one pending poke means "re-read everything"), so a burst of
+list_changed from many backends costs one rebuild.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+import structlog
+import trio
+
+from assern.actors.config.spec import Settings
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
+from assern.supervisor.cell import Cell
+
+log = structlog.get_logger()
+
+
+@attrs.frozen(kw_only=True)
+class ListingChanged:
+    server: str
+
+
+RouterMsg = ListingChanged
+
+
+def poke(mailbox: trio.MemorySendChannel[RouterMsg], server: str) -> None:
+    """Tell the router a listing changed; never blocks (a full mailbox already means rebuild)."""
+    try:
+        mailbox.send_nowait(ListingChanged(server=server))
+    except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+        pass
+
+
+class RouterActor:
+    def __init__(
+        self,
+        inbox: trio.MemoryReceiveChannel[RouterMsg],
+        catalog: Cell[Catalog],
+        listings: Callable[[], Sequence[BackendListing]],
+        settings: Callable[[], Settings],
+    ) -> None:
+        self.inbox = inbox
+        self.catalog = catalog
+        self._listings = listings
+        self._settings = settings
+
+    def rebuild(self) -> Catalog:
+        settings = self._settings()
+        current = self.catalog.value
+        catalog = build_catalog(
+            self._listings(),
+            version=current.version + 1,
+            mode=settings.naming,
+            max_name_length=settings.max_name_length,
+        )
+        self.catalog.set(catalog)
+        log.info(
+            "catalog_rebuilt",
+            version=catalog.version,
+            tools=len(catalog.tools),
+            resources=len(catalog.resources),
+            prompts=len(catalog.prompts),
+            servers=sorted(catalog.servers),
+        )
+        return catalog
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with structlog.contextvars.bound_contextvars(actor="router"):
+            self.rebuild()
+            task_status.started()
+            async for _ in self.inbox:
+                # Coalesce: everything already queued is covered by one rebuild.
+                while True:
+                    try:
+                        self.inbox.receive_nowait()
+                    except trio.WouldBlock:
+                        break
+                self.rebuild()

@@ -1,0 +1,229 @@
+"""Pure catalog building: the merged, prefixed view of every backend's listings.
+
+The router is the single writer: it rebuilds a `Catalog` from the latest
+`BackendListing` of each backend and publishes it whole. Client sessions only read it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal
+
+import attrs
+import mcp_types as types
+
+from assern.actors.router import naming
+
+Naming = Literal["prefix", "hybrid"]
+
+
+@attrs.frozen(kw_only=True)
+class BackendListing:
+    """What one ready backend offers, as its server reported it."""
+
+    server: str
+    tools: tuple[types.Tool, ...] = ()
+    resources: tuple[types.Resource, ...] = ()
+    templates: tuple[types.ResourceTemplate, ...] = ()
+    prompts: tuple[types.Prompt, ...] = ()
+    allowed: tuple[str, ...] | None = None
+    capabilities: types.ServerCapabilities | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolRoute:
+    name: str
+    server: str
+    original: str
+    tool: types.Tool
+
+
+@attrs.frozen(kw_only=True)
+class PromptRoute:
+    name: str
+    server: str
+    original: str
+    prompt: types.Prompt
+
+
+@attrs.frozen(kw_only=True)
+class ResourceRoute:
+    uri: str
+    server: str
+    original: str
+    resource: types.Resource
+
+
+@attrs.frozen(kw_only=True)
+class TemplateRoute:
+    uri_template: str
+    server: str
+    original: str
+    template: types.ResourceTemplate
+
+
+@attrs.frozen(kw_only=True)
+class Catalog:
+    """An immutable snapshot of everything the aggregate exposes, keyed by exposed name."""
+
+    version: int = 0
+    servers: frozenset[str] = frozenset()
+    tools: Mapping[str, ToolRoute] = attrs.field(factory=dict)
+    prompts: Mapping[str, PromptRoute] = attrs.field(factory=dict)
+    resources: Mapping[str, ResourceRoute] = attrs.field(factory=dict)
+    templates: tuple[TemplateRoute, ...] = ()
+    #: exposed name -> server, for tools that `allowed` hides (refused on call, never listed)
+    hidden: Mapping[str, str] = attrs.field(factory=dict)
+    #: a backend's own tool name -> the exposed names of every tool with that name
+    by_base: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
+    capabilities: Mapping[str, types.ServerCapabilities] = attrs.field(factory=dict)
+
+    @property
+    def tool_list(self) -> list[types.Tool]:
+        return [route.tool for route in self.tools.values()]
+
+
+def is_allowed(tool: str, allowed: Sequence[str] | None) -> bool:
+    """Whether a backend's tool passes the server's `allowed` globs (None allows all)."""
+    return allowed is None or any(fnmatch.fnmatchcase(tool, pattern) for pattern in allowed)
+
+
+def _claim(taken: dict[str, str], wanted: str, owner: str, limit: int) -> str:
+    name = naming.shorten(wanted, limit)
+    if name in taken and taken[name] != owner:
+        name = naming.disambiguate(name, owner, limit)
+    taken[name] = owner
+    return name
+
+
+def build_catalog(
+    listings: Iterable[BackendListing],
+    *,
+    version: int = 0,
+    mode: Naming = "prefix",
+    max_name_length: int = 64,
+) -> Catalog:
+    """Merge listings (in configuration order) into one prefixed catalog.
+
+    Collisions are never fatal: a name already taken by another server gets a stable
+    hash suffix. In `hybrid` mode a tool or prompt keeps its natural name when no other
+    backend offers the same name.
+    """
+    listings = list(listings)
+    tool_owners: dict[str, set[str]] = {}
+    prompt_owners: dict[str, set[str]] = {}
+    for listing in listings:
+        for tool in listing.tools:
+            tool_owners.setdefault(tool.name, set()).add(listing.server)
+        for prompt in listing.prompts:
+            prompt_owners.setdefault(prompt.name, set()).add(listing.server)
+
+    taken_tools: dict[str, str] = {}
+    taken_prompts: dict[str, str] = {}
+    tools: dict[str, ToolRoute] = {}
+    hidden: dict[str, str] = {}
+    by_base: dict[str, list[str]] = {}
+    prompts: dict[str, PromptRoute] = {}
+    resources: dict[str, ResourceRoute] = {}
+    templates: list[TemplateRoute] = []
+
+    for listing in listings:
+        server = listing.server
+        for tool in listing.tools:
+            natural = mode == "hybrid" and len(tool_owners[tool.name]) == 1
+            wanted = tool.name if natural else naming.tool_name(server, tool.name)
+            if not is_allowed(tool.name, listing.allowed):
+                hidden[naming.shorten(wanted, max_name_length)] = server
+                continue
+            exposed = _claim(taken_tools, wanted, f"{server}\0{tool.name}", max_name_length)
+            tools[exposed] = ToolRoute(
+                name=exposed,
+                server=server,
+                original=tool.name,
+                tool=tool.model_copy(update={"name": exposed}),
+            )
+            by_base.setdefault(tool.name, []).append(exposed)
+        for prompt in listing.prompts:
+            natural = mode == "hybrid" and len(prompt_owners[prompt.name]) == 1
+            wanted = prompt.name if natural else naming.prompt_name(server, prompt.name)
+            exposed = _claim(taken_prompts, wanted, f"{server}\0{prompt.name}", max_name_length)
+            prompts[exposed] = PromptRoute(
+                name=exposed,
+                server=server,
+                original=prompt.name,
+                prompt=prompt.model_copy(update={"name": exposed}),
+            )
+        for resource in listing.resources:
+            uri = naming.resource_uri(server, str(resource.uri))
+            resources[uri] = ResourceRoute(
+                uri=uri,
+                server=server,
+                original=str(resource.uri),
+                resource=resource.model_copy(update={"uri": uri}),
+            )
+        for template in listing.templates:
+            uri_template = naming.resource_uri(server, template.uri_template)
+            templates.append(
+                TemplateRoute(
+                    uri_template=uri_template,
+                    server=server,
+                    original=template.uri_template,
+                    template=template.model_copy(update={"uri_template": uri_template}),
+                )
+            )
+
+    return Catalog(
+        version=version,
+        servers=frozenset(listing.server for listing in listings),
+        tools=tools,
+        prompts=prompts,
+        resources=resources,
+        templates=tuple(templates),
+        hidden={name: server for name, server in hidden.items() if name not in tools},
+        by_base={base: tuple(names) for base, names in by_base.items()},
+        capabilities={
+            listing.server: listing.capabilities for listing in listings if listing.capabilities is not None
+        },
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Suggestions:
+    close: tuple[str, ...]
+    #: servers that have a tool of the called name's base name, with its exposed name
+    same_base: tuple[tuple[str, str], ...]
+
+
+def suggest_tools(catalog: Catalog, called: str, *, limit: int = 3) -> Suggestions:
+    """The closest existing names and the servers owning a tool of the same base name.
+
+    The base name is the called name itself, or what remains after a known server
+    prefix (`github_search` -> `search`).
+    """
+    bases = {called}
+    for server in catalog.servers:
+        prefix = naming.server_prefix(server) + "_"
+        if called.startswith(prefix):
+            bases.add(called[len(prefix) :])
+    same_base = [
+        (catalog.tools[exposed].server, exposed)
+        for base in sorted(bases)
+        for exposed in catalog.by_base.get(base, ())
+    ]
+    close = difflib.get_close_matches(called, list(catalog.tools), n=limit, cutoff=0.5)
+    return Suggestions(close=tuple(close), same_base=tuple(same_base))
+
+
+def unknown_tool_message(called: str, suggestions: Suggestions) -> str:
+    parts = [f"Unknown tool '{called}'."]
+    if suggestions.same_base:
+        owners = ", ".join(f"{server} ({name})" for server, name in suggestions.same_base)
+        parts.append(f"Servers with a tool of that name: {owners}.")
+    candidates = [n for n in suggestions.close if n not in {n for _, n in suggestions.same_base}]
+    if candidates:
+        parts.append("Did you mean: " + ", ".join(candidates) + "?")
+    if not suggestions.same_base and not candidates:
+        parts.append("Call tools/list for the available tools.")
+    return " ".join(parts)

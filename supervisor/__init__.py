@@ -1,0 +1,1 @@
+"""Generic supervision (OTP semantics on trio), process handling, logging and the CLI."""

@@ -1,0 +1,270 @@
+"""The command line: `assern` (serve, list, demo) and `assernctl`.
+
+`assern serve` speaks MCP on stdio; nothing but the protocol is ever written to stdout
+while it serves. Human output (list, demo) goes to stdout only in those commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import trio
+from mcp.shared.exceptions import MCPError
+
+from assern.actors.config.resolve import default_assern_home, resolve_config
+from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.actors.listener.inproc import inproc_client
+from assern.supervisor.logging import configure_logging
+from assern.supervisor.tree import Tree
+
+DEMO_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("calc_add", {"a": 2, "b": 40}),
+    ("time_get_current_time", {"timezone": "UTC"}),
+    ("notes_search_notes", {"query": "assern"}),
+)
+
+
+def _environ() -> dict[str, str]:
+    environ = dict(os.environ)
+    # Configs may start Python servers with the interpreter assern itself runs on.
+    environ.setdefault("ASSERN_PYTHON", sys.executable)
+    return environ
+
+
+def _loader(
+    config: Path | None, project: str | None, environ: Mapping[str, str]
+) -> Callable[[], ResolvedConfig]:
+    home = default_assern_home(environ)
+    cwd = Path.cwd()
+
+    def load() -> ResolvedConfig:
+        return resolve_config(config_path=config, project=project, cwd=cwd, environ=environ, assern_home=home)
+
+    return load
+
+
+def demo_config_path() -> Path:
+    return Path(str(resources.files("assern.examples") / "default.toml"))
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def _tool_rows(tree: Tree) -> list[dict[str, str]]:
+    return [
+        {"name": route.name, "server": route.server, "description": _first_line(route.tool.description)}
+        for route in tree.catalog.value.tools.values()
+    ]
+
+
+def _print_table(rows: Sequence[Mapping[str, str]], columns: Sequence[str]) -> None:
+    widths = {c: max([len(c), *(len(r[c]) for r in rows)]) for c in columns}
+    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
+    for row in rows:
+        print("  ".join(row[c].ljust(widths[c]) for c in columns).rstrip())
+
+
+def _print_backend_problems(tree: Tree) -> None:
+    for handle in tree.directory.value.values():
+        status = handle.status
+        if status.state.value not in ("ready", "lazy"):
+            reason = status.last_error or status.last_exit or "not ready"
+            print(f"! server '{handle.name}' is {status.state.value}: {reason}", file=sys.stderr)
+
+
+def _listed_everything(tree: Tree) -> bool:
+    ready = {n for n, h in tree.directory.value.items() if h.status.state.value == "ready"}
+    return ready <= tree.catalog.value.servers
+
+
+async def _until_listed(tree: Tree) -> None:
+    version = tree.catalog.version
+    while not _listed_everything(tree):
+        version, _ = await tree.catalog.changed(version)
+
+
+async def _with_tree(config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Any) -> Any:
+    tree = Tree(config, load, stdio=False, handle_signals=False)
+    result: Any = None
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tree.run)
+        with trio.move_on_after(max((s.startup_timeout for s in config.servers.values()), default=1) + 5):
+            await tree.settled.wait()
+        with trio.move_on_after(1):  # let the router publish the last ready listing
+            await _until_listed(tree)
+        try:
+            result = await body(tree)
+        finally:
+            tree.shutdown()
+    return result
+
+
+def _content_text(result: Any) -> str:
+    parts = [getattr(c, "text", None) or f"<{c.type}>" for c in result.content]
+    text = " ".join(parts)
+    return ("ERROR: " if result.is_error else "") + text
+
+
+# ----------------------------------------------------------------------- commands
+
+
+def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
+    tree = Tree(config, load, stdio=True)
+    trio.run(tree.run)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
+    async def body(tree: Tree) -> list[dict[str, str]]:
+        return _tool_rows(tree)
+
+    rows, tree_problems = trio.run(_list_rows, config, load, body)
+    if args.json:
+        print(json.dumps({"tools": rows, "problems": tree_problems}, indent=2))
+    else:
+        if not config.servers:
+            print("No servers are configured.", file=sys.stderr)
+        _print_table(rows, ("name", "server", "description"))
+        for problem in tree_problems:
+            print(f"! {problem}", file=sys.stderr)
+    return 0 if not tree_problems else 1
+
+
+async def _list_rows(
+    config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Any
+) -> tuple[Any, list[str]]:
+    async def run(tree: Tree) -> tuple[Any, list[str]]:
+        problems = [
+            f"server '{h.name}' is {h.status.state.value}: {h.status.last_error or h.status.last_exit}"
+            for h in tree.directory.value.values()
+            if h.status.state.value not in ("ready", "lazy")
+        ]
+        return await body(tree), problems
+
+    return await _with_tree(config, load, run)
+
+
+def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
+    if not sys.stdin.isatty():
+        return cmd_serve(args, config, load)
+
+    async def body(tree: Tree) -> None:
+        servers = ", ".join(tree.directory.value)
+        print(f"assern demo: one MCP server in front of {len(tree.directory.value)} backends ({servers})\n")
+        _print_backend_problems(tree)
+        _print_table(_tool_rows(tree), ("name", "server", "description"))
+        catalog = tree.catalog.value
+        print(
+            f"\n{len(catalog.tools)} tools, {len(catalog.prompts)} prompts, "
+            f"{len(catalog.resources)} resources, {len(catalog.templates)} resource templates\n"
+        )
+        async with inproc_client(tree.shared, "demo") as client:
+            for name, arguments in DEMO_CALLS:
+                result = await client.call_tool(name, arguments)
+                print(f"call {name} {json.dumps(arguments)}\n  -> {_content_text(result)}")
+        print(
+            "\nEach call was routed by its prefix to the backend that owns the tool.\n"
+            "Point an MCP client at `assern demo` (stdio) to use it, or write your own config:\n"
+            "see README.md."
+        )
+
+    trio.run(_with_tree, config, load, body)
+    return 0
+
+
+def assern_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="assern", description="One MCP server in front of many.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in (
+        ("serve", "serve the aggregate over MCP on stdio"),
+        ("list", "start the backends, print the aggregated tools, and exit"),
+        ("demo", "run on the bundled example backends (serves stdio when stdin is not a terminal)"),
+    ):
+        cmd = sub.add_parser(name, help=help_text)
+        if name != "demo":
+            cmd.add_argument("--config", type=Path, help="config file (TOML or mcpServers JSON)")
+            cmd.add_argument("--project", help="project to use (default: detected from the directory)")
+        if name == "list":
+            cmd.add_argument("--json", action="store_true", help="machine-readable output")
+        cmd.add_argument("--log-level", default="info", help="debug, info, warning or error")
+    args = parser.parse_args(argv)
+
+    environ = _environ()
+    if args.command == "demo":
+        args.config, args.project = demo_config_path(), None
+    load = _loader(args.config, args.project, environ)
+    try:
+        config = load()
+    except ConfigError as exc:
+        print(f"assern: configuration error\n{exc}", file=sys.stderr)
+        return 2
+    for warning in config.warnings:
+        print(f"assern: warning: {warning}", file=sys.stderr)
+    log_dir = default_assern_home(environ) / "logs"
+    with configure_logging(log_dir, level=args.log_level):
+        commands = {"serve": cmd_serve, "list": cmd_list, "demo": cmd_demo}
+        return commands[args.command](args, config, load)
+
+
+def assernctl_main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="assernctl", description="Inspect and steer assern.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    listing = sub.add_parser("list", help="print the aggregated tools (starts the backends)")
+    listing.add_argument("--json", action="store_true")
+    call = sub.add_parser("call", help="call a prefixed tool (starts the backends directly)")
+    call.add_argument("tool")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments")
+    for cmd in (listing, call):
+        cmd.add_argument("--config", type=Path)
+        cmd.add_argument("--project")
+        cmd.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    if args.command == "list":
+        return assern_main(["list", *_passthrough(args), *(["--json"] if args.json else [])])
+    try:
+        arguments = json.loads(args.arguments)
+    except ValueError as exc:
+        print(f"assernctl: the arguments are not JSON: {exc}", file=sys.stderr)
+        return 2
+    if not isinstance(arguments, dict):
+        print("assernctl: the arguments must be a JSON object", file=sys.stderr)
+        return 2
+    environ = _environ()
+    load = _loader(args.config, args.project, environ)
+    try:
+        config = load()
+    except ConfigError as exc:
+        print(f"assernctl: configuration error\n{exc}", file=sys.stderr)
+        return 2
+
+    async def body(tree: Tree) -> Any:
+        async with inproc_client(tree.shared, "assernctl") as client:
+            try:
+                return await client.call_tool(args.tool, arguments)
+            except MCPError as exc:
+                return exc
+
+    with configure_logging(default_assern_home(environ) / "logs", level=args.log_level):
+        result = trio.run(_with_tree, config, load, body)
+    if isinstance(result, MCPError):
+        print(f"assernctl: {result.message}", file=sys.stderr)
+        return 1
+    print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=2))
+    return 1 if result.is_error else 0
+
+
+def _passthrough(args: argparse.Namespace) -> list[str]:
+    out: list[str] = []
+    if args.config:
+        out += ["--config", str(args.config)]
+    if args.project:
+        out += ["--project", args.project]
+    return [*out, "--log-level", args.log_level]

@@ -1,0 +1,137 @@
+"""Child processes that cannot outlive us: own process group, parent-death signal, and a
+bounded stop ladder (close stdin -> wait -> SIGTERM to the group -> wait -> SIGKILL).
+
+The child is forked from the trio thread itself (not a worker thread) because Linux
+delivers the parent-death signal when the *thread* that forked the child exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+import attrs
+import trio
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _parent_death_hook(parent_pid: int) -> None:
+    """Runs in the child between fork and exec: die with SIGTERM when assern dies."""
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+@attrs.define(eq=False)
+class ChildProcess:
+    """A spawned child with trio streams on its pipes. Owned by one task."""
+
+    popen: subprocess.Popen[bytes]
+    stdin: trio.lowlevel.FdStream
+    stdout: trio.lowlevel.FdStream
+    stderr: trio.lowlevel.FdStream
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        """Wait for the child to exit and reap it; returns its exit code (-N for signal N)."""
+        code = self.popen.poll()
+        if code is not None:
+            return code
+        if hasattr(os, "pidfd_open"):
+            try:
+                pidfd = os.pidfd_open(self.popen.pid)
+            except OSError:
+                pidfd = None
+            if pidfd is not None:
+                try:
+                    await trio.lowlevel.wait_readable(pidfd)
+                finally:
+                    os.close(pidfd)
+                return self.popen.wait()
+        return await trio.to_thread.run_sync(self.popen.wait, abandon_on_cancel=True)
+
+    def signal_group(self, sig: int) -> None:
+        """Signal the child's whole process group (grandchildren included), if any remain."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.popen.pid, sig)
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None) -> ChildProcess:
+    """Start `argv` in a new session (its own process group) with piped stdio.
+
+    Synchronous on purpose (see the module docstring); a fork and exec take a few ms.
+    Raises OSError (e.g. FileNotFoundError) when the command cannot be started.
+    """
+    parent = os.getpid()
+    stdin_r, stdin_w = os.pipe()
+    stdout_r, stdout_w = os.pipe()
+    stderr_r, stderr_w = os.pipe()
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=stdin_r,
+            stdout=stdout_w,
+            stderr=stderr_w,
+            env=dict(env),
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=lambda: _parent_death_hook(parent),
+            close_fds=True,
+        )
+    except BaseException:
+        for fd in (stdin_w, stdout_r, stderr_r):
+            os.close(fd)
+        raise
+    finally:
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+    return ChildProcess(
+        popen=popen,
+        stdin=trio.lowlevel.FdStream(stdin_w),
+        stdout=trio.lowlevel.FdStream(stdout_r),
+        stderr=trio.lowlevel.FdStream(stderr_r),
+    )
+
+
+async def stop_process(child: ChildProcess, *, grace: float = 2.0, term_timeout: float = 2.0) -> int | None:
+    """Stop the child and its process group; every wait is bounded and shielded.
+
+    Closes stdin (the MCP way to ask a stdio server to exit), waits `grace` seconds,
+    sends SIGTERM to the group, waits `term_timeout`, then SIGKILLs the group. The group
+    is signalled even when the leader exited by itself, so grandchildren die too.
+    Returns the exit code, or None if the child survived SIGKILL's bounded wait.
+    """
+    with trio.CancelScope(shield=True):
+        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+            await child.stdin.aclose()
+        code: int | None = None
+        with trio.move_on_after(grace):
+            code = await child.wait()
+        if code is None:
+            child.signal_group(signal.SIGTERM)
+            with trio.move_on_after(term_timeout):
+                code = await child.wait()
+        child.signal_group(signal.SIGKILL)
+        if code is None:
+            with trio.move_on_after(term_timeout):
+                code = await child.wait()
+        for stream in (child.stdout, child.stderr):
+            with contextlib.suppress(trio.ClosedResourceError, OSError):
+                await stream.aclose()
+        return code

@@ -1,0 +1,77 @@
+"""End-to-end harness: a private ASSERN_HOME, config snippets and the real `assern` command.
+
+Tests start the installed `assern` console script as a child process and talk to it with
+the official `mcp` client, against real MCP servers: `mcp-server-time` from PyPI and the
+SDK-built test server in tests/servers/testing_server.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+from mcp.client.stdio import StdioServerParameters
+
+TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_server.py"
+
+
+def assern_command() -> str:
+    found = shutil.which("assern", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.fail("the `assern` console script is not installed beside this Python")
+    return found
+
+
+@attrs.define
+class AssernEnv:
+    home: Path
+    assern_home: Path
+    work: Path
+    env: dict[str, str]
+
+    def params(self, *args: str) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=assern_command(), args=list(args), env=self.env, cwd=str(self.work)
+        )
+
+    def serve(self, config: Path, *extra: str) -> StdioServerParameters:
+        return self.params("serve", "--config", str(config), *extra)
+
+    def log_events(self) -> list[dict[str, object]]:
+        import json
+
+        path = self.assern_home / "logs" / "assern.log"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def server_table(name: str, *flags: str) -> str:
+    """A `[servers.NAME]` table that runs the SDK test server."""
+    args = ", ".join(f'"{a}"' for a in (str(TESTING_SERVER), "--name", name, *flags))
+    return f'[servers.{name}]\ncommand = "${{ASSERN_PYTHON}}"\nargs = [{args}]\n'
+
+
+TIME_SERVER = (
+    '[servers.time]\ncommand = "${ASSERN_PYTHON}"\n'
+    'args = ["-m", "mcp_server_time", "--local-timezone", "UTC"]\n'
+)
+
+
+def make_env(tmp_path: Path) -> AssernEnv:
+    home = tmp_path / "home"
+    assern_home = tmp_path / "assern-home"
+    work = tmp_path / "work"
+    for folder in (home, assern_home, work):
+        folder.mkdir()
+    env = {
+        "HOME": str(home),
+        "ASSERN_HOME": str(assern_home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "ASSERN_PYTHON": sys.executable,
+    }
+    return AssernEnv(home=home, assern_home=assern_home, work=work, env=env)

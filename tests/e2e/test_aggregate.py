@@ -1,0 +1,225 @@
+"""`assern serve` end to end: a real client, the real process, real backends."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from harness import TIME_SERVER, AssernEnv, server_table
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+pytestmark = pytest.mark.e2e
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+@pytest.fixture
+def two_backends(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> Path:
+    return write_config(
+        TIME_SERVER
+        + server_table("alpha")
+        + server_table("my-beta")
+        + 'allowed = ["echo", "get_*", "gate"]\n'
+    )
+
+
+async def test_lists_and_calls_tools_of_every_backend(assern_env: AssernEnv, two_backends: Path) -> None:
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"time_get_current_time", "time_convert_time", "alpha_echo", "alpha_add"} <= names
+            # `allowed` keeps only echo, get_* and gate of my-beta; its dashes become `_`.
+            assert {n for n in names if n.startswith("my_beta_")} == {
+                "my_beta_echo",
+                "my_beta_get_env",
+                "my_beta_get_pid",
+                "my_beta_gate",
+            }
+
+            now = await client.call_tool("time_get_current_time", {"timezone": "UTC"})
+            assert not now.is_error
+            assert '"timezone": "UTC"' in text_of(now)
+            assert text_of(await client.call_tool("alpha_add", {"a": 2, "b": 3})) == "5"
+            assert text_of(await client.call_tool("my_beta_echo", {"text": "routed"})) == "routed"
+
+
+async def test_resources_templates_and_prompts_are_prefixed(
+    assern_env: AssernEnv, two_backends: Path
+) -> None:
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            uris = {str(r.uri) for r in (await client.list_resources()).resources}
+            assert "assern://alpha/test://info" in uris
+            assert "assern://alpha/file:///tmp/assern-test/readme.txt" in uris
+            read = await client.read_resource("assern://alpha/test://info")
+            assert read.contents[0].text == "info of alpha"  # type: ignore[union-attr]
+            assert str(read.contents[0].uri) == "assern://alpha/test://info"
+
+            templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+            assert "assern://alpha/test://items/{item}" in templates
+            item = await client.read_resource("assern://alpha/test://items/42")
+            assert item.contents[0].text == "item 42"  # type: ignore[union-attr]
+
+            prompts = {p.name: p for p in (await client.list_prompts()).prompts}
+            assert "alpha_generate_code" in prompts
+            assert [a.name for a in prompts["alpha_generate_code"].arguments or []] == ["language", "task"]
+            greeting = await client.get_prompt("alpha_greet", {"who": "Ada"})
+            assert greeting.messages[0].content.text == "Hello, Ada!"  # type: ignore[union-attr]
+
+
+async def test_unknown_and_refused_tools_get_clear_errors(assern_env: AssernEnv, two_backends: Path) -> None:
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            await client.list_tools()
+            with pytest.raises(MCPError) as unknown:
+                await client.call_tool("echo", {"text": "x"})
+            assert unknown.value.code == types.INVALID_PARAMS
+            assert "alpha (alpha_echo)" in unknown.value.message
+            assert "my-beta (my_beta_echo)" in unknown.value.message
+            assert set(unknown.value.data["servers"]) == {"alpha", "my-beta"}
+
+            with pytest.raises(MCPError) as typo:
+                await client.call_tool("alpha_ech", {"text": "x"})
+            assert "alpha_echo" in typo.value.data["suggestions"]
+
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("my_beta_add", {"a": 1, "b": 2})
+            assert "not allowed" in refused.value.message
+            assert refused.value.data["server"] == "my-beta"
+
+
+async def test_calls_run_concurrently_and_backends_do_not_wait_for_each_other(
+    assern_env: AssernEnv, two_backends: Path, tmp_path: Path
+) -> None:
+    gates = [tmp_path / f"gate-{i}" for i in range(5)]
+    results: dict[int, str] = {}
+    done = [trio.Event() for _ in gates]
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            await client.list_tools()
+
+            async def call(i: int) -> None:
+                results[i] = text_of(await client.call_tool("alpha_gate", {"path": str(gates[i])}))
+                done[i].set()
+
+            async with trio.open_nursery() as nursery:
+                for i in range(len(gates)):
+                    nursery.start_soon(call, i)
+                # While five calls wait on alpha, the other backend answers.
+                assert text_of(await client.call_tool("my_beta_echo", {"text": "free"})) == "free"
+                # Open the gates last-first: calls handled one at a time would deadlock here.
+                for i in reversed(range(len(gates))):
+                    gates[i].touch()
+                    with trio.fail_after(10):
+                        await done[i].wait()
+    assert results == dict.fromkeys(range(5), "opened")
+
+
+async def test_progress_reaches_the_caller(assern_env: AssernEnv, two_backends: Path) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            result = await client.call_tool("alpha_progress", {"steps": 3}, progress_callback=on_progress)
+    assert text_of(result) == "progressed"
+    assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+async def test_cancellation_reaches_the_backend(
+    assern_env: AssernEnv, two_backends: Path, tmp_path: Path
+) -> None:
+    marker = tmp_path / "cancelled-marker"
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            await client.list_tools()
+            with trio.move_on_after(1):
+                await client.call_tool("alpha_wait_cancel", {"marker": str(marker)})
+            # The client sent notifications/cancelled; assern remaps it to the backend's id.
+            while not marker.exists():  # noqa: ASYNC110 - another process writes the file
+                await trio.sleep(0.02)
+            assert marker.read_text() == "cancelled"
+            # The session goes on.
+            assert text_of(await client.call_tool("alpha_echo", {"text": "after"})) == "after"
+
+
+async def test_list_changed_of_a_backend_reaches_the_client(
+    assern_env: AssernEnv, two_backends: Path
+) -> None:
+    send, receive = trio.open_memory_channel[None](100)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            send.send_nowait(None)
+
+    params = assern_env.serve(two_backends)
+    with trio.fail_after(60):
+        async with Client(params, mode="legacy", message_handler=on_message) as client:
+            await client.list_tools()
+            while True:  # drain the notifications of backends that became ready meanwhile
+                try:
+                    receive.receive_nowait()
+                except trio.WouldBlock:
+                    break
+            assert text_of(await client.call_tool("alpha_add_tool", {"name": "fresh"})) == "added"
+            names: set[str] = set()
+            while "alpha_fresh" not in names:
+                await receive.receive()  # each re-list is driven by a list_changed
+                names = {t.name for t in (await client.list_tools()).tools}
+            assert text_of(await client.call_tool("alpha_fresh", {})) == "called fresh"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
+async def test_both_protocol_eras_work(assern_env: AssernEnv, two_backends: Path, mode: str) -> None:
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode=mode) as client:  # type: ignore[arg-type]
+            expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+            assert client.protocol_version == expected
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert "alpha_echo" in names
+            assert text_of(await client.call_tool("alpha_echo", {"text": mode})) == mode
+            read = await client.read_resource("assern://alpha/test://info")
+            assert read.contents[0].text == "info of alpha"  # type: ignore[union-attr]
+
+
+async def test_kill_of_a_backend_mid_call_fails_that_call_only(
+    assern_env: AssernEnv, two_backends: Path, tmp_path: Path
+) -> None:
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            pid = int(text_of(await client.call_tool("alpha_get_pid", {})))
+            outcome: dict[str, BaseException | str] = {}
+            finished = trio.Event()
+
+            async def doomed() -> None:
+                try:
+                    outcome["result"] = text_of(
+                        await client.call_tool("alpha_gate", {"path": str(tmp_path / "never")})
+                    )
+                except MCPError as exc:
+                    outcome["error"] = exc
+                finished.set()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(doomed)
+                await trio.sleep(0.3)  # let the call reach the backend
+                os.kill(pid, signal.SIGKILL)
+                with trio.fail_after(5):  # "promptly"
+                    await finished.wait()
+            error = outcome.get("error")
+            assert isinstance(error, MCPError)
+            assert "alpha" in error.message
+            assert "signal 9" in error.message
+            assert text_of(await client.call_tool("my_beta_echo", {"text": "alive"})) == "alive"
+            assert text_of(await client.call_tool("time_get_current_time", {"timezone": "UTC"}))
