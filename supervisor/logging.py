@@ -1,17 +1,19 @@
 """One structlog pipeline to a rotating JSON-lines file; never stdout (that is the MCP wire).
 
-structlog events and the stdlib loggers of the SDK go through the same processors.
+structlog events are rendered by structlog's native (fast) path; the stdlib loggers of
+the SDK go through the same processors via `ProcessorFormatter`. Both write whole lines
+to one `LineFile`, which appends each line with a single write and rotates by size.
 Secrets are masked by `redact_secrets` before anything is rendered.
 
-Records are written from the trio thread itself: one small append to the page cache
-costs a few microseconds, while a queue to a writer thread made every call pay for a
-GIL hand-off (measured: about 1 ms a call, see ops/bench/call_latency.py).
+Lines are written from the trio thread itself: one small append to the page cache costs a
+few microseconds, while a queue to a writer thread made every call pay for a GIL hand-off
+(measured: about 1 ms a call, see ops/bench/call_latency.py).
 """
 
 from __future__ import annotations
 
 import logging
-import logging.handlers
+import os
 import re
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
@@ -56,6 +58,67 @@ def shared_processors() -> list[Any]:
     ]
 
 
+class LineFile:
+    """An append-only log file of whole lines, rotated by size (`assern.log.1` … `.N`)."""
+
+    def __init__(self, path: Path, *, max_bytes: int, backups: int) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.backups = backups
+        self._fd = self._open()
+
+    def _open(self) -> int:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._size = os.fstat(fd).st_size
+        return fd
+
+    def write(self, line: str) -> None:
+        data = line.encode("utf-8", "replace") + b"\n"
+        if self._size and self._size + len(data) > self.max_bytes:
+            self._rotate()
+        os.write(self._fd, data)
+        self._size += len(data)
+
+    def _rotate(self) -> None:
+        os.close(self._fd)
+        for index in range(self.backups - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{index}")
+            if older.exists():
+                older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
+        if self.backups > 0:
+            self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+        else:
+            self.path.unlink(missing_ok=True)
+        self._fd = self._open()
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+class _LineLogger:
+    """The structlog logger: whatever the level, the rendered line goes to the file."""
+
+    def __init__(self, file: LineFile) -> None:
+        self._file = file
+
+    def msg(self, message: str) -> None:
+        self._file.write(message)
+
+    debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+
+class _LineHandler(logging.Handler):
+    def __init__(self, file: LineFile) -> None:
+        super().__init__()
+        self._file = file
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._file.write(self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
 @contextmanager
 def configure_logging(
     log_dir: Path, *, level: str = "info", max_bytes: int = 10_000_000, backups: int = 5
@@ -63,12 +126,11 @@ def configure_logging(
     """Route every log event to `log_dir/assern.log` for the duration of the block."""
     log_dir.mkdir(parents=True, exist_ok=True)
     path = log_dir / LOG_FILE
-    file_handler = logging.handlers.RotatingFileHandler(
-        path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-    )
-    file_handler.setFormatter(
+    file = LineFile(path, max_bytes=max_bytes, backups=backups)
+    handler = _LineHandler(file)
+    handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
-            foreign_pre_chain=shared_processors(),
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *shared_processors()],
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.JSONRenderer(default=str),
@@ -77,23 +139,21 @@ def configure_logging(
     )
     root = logging.getLogger()
     saved = (list(root.handlers), root.level)
-    root.handlers = [file_handler]
+    root.handlers = [handler]
     root.setLevel(level.upper())
     structlog.configure(
-        processors=[
-            *shared_processors(),
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-        ],
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
+        processors=[*shared_processors(), structlog.processors.JSONRenderer(default=str)],
+        logger_factory=lambda *_args: _LineLogger(file),
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        cache_logger_on_first_use=False,  # a later configure (tests) must not write to a closed file
     )
     try:
         yield path
     finally:
-        file_handler.close()
         root.handlers, level_saved = saved
         root.setLevel(level_saved)
+        structlog.reset_defaults()
+        file.close()
 
 
 def get_logger(**bound: Any) -> Any:

@@ -52,7 +52,7 @@ import trio
 from assern.supervisor.exits import Exit, error_of, run_child, wants_restart
 from assern.supervisor.intensity import RestartLedger, backoff_delay
 from assern.supervisor.spec import ChildSpec, Restart, Strategy, SupervisorSpec
-from assern.supervisor.trionics import run_shielded_nursery, sole_member
+from assern.supervisor.trionics import raise_unwrapped, run_shielded_nursery, sole_member
 
 
 class ChildState(enum.Enum):
@@ -297,7 +297,7 @@ class Supervisor:
             await self._stop_all()
 
     async def _fail(self, failure: SupervisorError) -> None:
-        """Give up (lock held): stop every child, then cancel the whole nursery."""
+        """Give up (lock held): stop every child, then cancel the `async with` block."""
         self._failure = failure
         self._closing = True
         self._cancel_plans()
@@ -644,7 +644,7 @@ async def open_supervisor(
         lone = sole_member(group, inner_error)
         if lone is None:
             raise
-        raise lone from None
+        raise_unwrapped(lone)
     if supervisor is not None and supervisor._failure is not None:
         raise supervisor._failure
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import trio
 
 
@@ -32,3 +34,35 @@ def sole_member(
     if expected is not None and len(group.exceptions) == 1 and group.exceptions[0] is expected:
         return expected
     return None
+
+
+def raise_unwrapped(exc: BaseException) -> NoReturn:
+    """Raise `exc`, taken out of a group, with its own `__cause__` and `__context__`.
+
+    Raising inside `except* / except BaseExceptionGroup` would otherwise make the group
+    its context.
+    """
+    context = exc.__context__
+    try:
+        raise exc
+    finally:
+        exc.__context__ = context
+
+
+def leaf_errors(exc: BaseException) -> list[BaseException]:
+    """Every non-group exception inside `exc` (itself when it is not a group), in order."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for member in exc.exceptions for leaf in leaf_errors(member)]
+    return [exc]
+
+
+def main_error(exc: Exception) -> Exception:
+    """The one error that explains `exc`: the first leaf that is not a cancellation.
+
+    Nested task groups (the SDK's, ours) wrap a single failure in layers of groups; a
+    status line or log event wants the failure itself.
+    """
+    for leaf in leaf_errors(exc):
+        if isinstance(leaf, Exception) and not isinstance(leaf, trio.Cancelled):
+            return leaf
+    return exc

@@ -26,12 +26,15 @@ from mcp import Client
 from mcp.client._transport import TransportStreams
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from assern.actors.backend.forward import ForwardLost
 from assern.actors.backend.messages import (
     BackendRequest,
     BackendUnavailable,
     CallTool,
     Complete,
+    ForwardCall,
     GetPrompt,
     Origin,
     ReadResource,
@@ -43,6 +46,7 @@ from assern.actors.backend.transport import ProcessLink, stdio_transport
 from assern.actors.config.spec import ServerSpec
 from assern.actors.router.catalog import BackendListing
 from assern.supervisor.mailbox import reply_to
+from assern.supervisor.trionics import main_error, raise_unwrapped
 
 log = structlog.get_logger()
 
@@ -116,6 +120,8 @@ class BackendActor:
             state=BackendState.LAZY if spec.start == "lazy" else BackendState.STARTING,
         )
         self.listing: BackendListing | None = None
+        #: whether tools/call may take the raw lane (a stdio backend on a handshake version)
+        self.fast_path = False
         self._link = ProcessLink()
         self._calls = _Calls()
         self._exit_reason: str | None = None
@@ -181,6 +187,10 @@ class BackendActor:
                     ) as client:
                         await self._refresh_listing(client)
                         startup.deadline = math.inf
+                        self.fast_path = (
+                            self._link.forwarder is not None
+                            and client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+                        )
                         self._set(
                             state=BackendState.READY,
                             pid=self._link.process.pid if self._link.process else None,
@@ -199,10 +209,19 @@ class BackendActor:
                     raise BackendStartTimeout(
                         f"server '{spec.name}' was not ready within {spec.startup_timeout:g} s"
                     )
-            except (MCPError, OSError, trio.BrokenResourceError, RuntimeError) as exc:
-                raise self._exit_error(exc) from exc
+            except (BackendExited, BackendStartTimeout):
+                raise
+            except Exception as exc:
+                cause = main_error(exc)
+                if isinstance(cause, BackendExited | BackendStartTimeout):
+                    raise_unwrapped(cause)
+                if self._link.process is not None:  # a lost pipe: let the exit code arrive
+                    with trio.move_on_after(1.0):
+                        await self._link.exited.wait()
+                raise self._exit_error(cause) from cause
             finally:
                 self.listing = None
+                self.fast_path = False
                 self._set(
                     pid=None,
                     ready_since=None,
@@ -215,7 +234,7 @@ class BackendActor:
             return BackendExited(
                 self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail))
             )
-        return BackendExited(self.spec.name, f"failed: {exc}")
+        return BackendExited(self.spec.name, f"failed: {type(exc).__name__}: {exc}")
 
     async def _serve(self, client: Client) -> None:
         refresh = trio.Event()
@@ -328,7 +347,7 @@ class BackendActor:
     # -------------------------------------------------------------------- calls
 
     async def _handle(self, client: Client, msg: BackendRequest) -> None:
-        call_id = self._calls.add(msg.origin if isinstance(msg, CallTool) else None)
+        call_id = self._calls.add(msg.origin if isinstance(msg, CallTool | ForwardCall) else None)
         self._set(in_flight=self.status.in_flight + 1, calls_total=self.status.calls_total + 1)
         started = trio.current_time()
         answer: outcome.Outcome[Any] | None = None
@@ -345,7 +364,7 @@ class BackendActor:
                 self._set(in_flight=max(0, self.status.in_flight - 1))
             if answer is not None:
                 reply_to(msg.reply, answer)
-            if isinstance(msg, CallTool):
+            if isinstance(msg, CallTool | ForwardCall):
                 log.info(
                     "tool_call_finished",
                     tool=msg.name,
@@ -368,6 +387,8 @@ class BackendActor:
             if exc.code == types.CONNECTION_CLOSED:
                 return outcome.Error(await self._unavailable())
             return outcome.Error(exc)
+        except ForwardLost:
+            return outcome.Error(await self._unavailable())
         except Exception as exc:  # a broken backend answer must not kill the actor
             return outcome.Error(exc)
 
@@ -396,6 +417,23 @@ class BackendActor:
                     meta=msg.meta,  # type: ignore[arg-type]
                     allow_input_required=True,
                     allow_claimed=True,
+                )
+            case ForwardCall():
+                forwarder = self._link.forwarder
+                if forwarder is None:
+                    raise ForwardLost("the backend is not running")
+                sink = msg.progress
+
+                async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
+                    deadline.deadline = trio.current_time() + self.spec.timeout
+                    if sink is not None:
+                        await sink(progress, total, message)
+
+                params: dict[str, Any] = {"name": msg.name}
+                if msg.arguments is not None:
+                    params["arguments"] = msg.arguments
+                return await forwarder.request(
+                    "tools/call", params, forward_progress if sink is not None else None
                 )
             case ReadResource():
                 return await session.read_resource(msg.uri)

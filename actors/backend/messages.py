@@ -39,6 +39,18 @@ class CallTool:
 
 
 @attrs.frozen(kw_only=True, eq=False)
+class ForwardCall:
+    """A tools/call forwarded as raw JSON-RPC: the result dict comes back as the backend wrote it."""
+
+    name: str
+    arguments: dict[str, Any] | None
+    progress: ProgressSink | None = attrs.field(default=None, repr=False)
+    scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    origin: Origin | None = None
+    reply: Reply[dict[str, Any]] = attrs.field(repr=False)
+
+
+@attrs.frozen(kw_only=True, eq=False)
 class ReadResource:
     uri: str
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
@@ -77,7 +89,7 @@ class SetLevel:
     reply: Reply[None] = attrs.field(repr=False)
 
 
-BackendRequest = CallTool | ReadResource | GetPrompt | Complete | Subscribe | SetLevel
+BackendRequest = CallTool | ForwardCall | ReadResource | GetPrompt | Complete | Subscribe | SetLevel
 
 
 class BackendUnavailable(Exception):

@@ -8,6 +8,7 @@ that its stderr becomes log events instead of noise on ours.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 from collections import deque
 from collections.abc import AsyncIterator, Callable
@@ -19,6 +20,7 @@ import trio
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
+from assern.actors.backend.forward import Forwarder
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.process import ChildProcess, spawn, stop_process
 
@@ -31,6 +33,8 @@ class ProcessLink:
     """What the backend actor knows about its current process. Owned by that actor."""
 
     process: ChildProcess | None = None
+    #: the raw fast lane over this process's pipes (set while the process runs)
+    forwarder: Forwarder | None = None
     exited: trio.Event = attrs.field(factory=trio.Event)
     exit_code: int | None = None
     stderr_tail: deque[str] = attrs.field(factory=lambda: deque(maxlen=STDERR_TAIL))
@@ -66,9 +70,9 @@ async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
             raise ValueError("a message from the backend exceeded 64 MiB")
 
 
-def parse_message(line: bytes) -> SessionMessage | Exception:
+def parse_message(raw: object) -> SessionMessage | Exception:
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(raw, by_name=False))
     except ValueError as exc:
         return exc
 
@@ -88,25 +92,42 @@ async def stdio_transport(
     link.process = process
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+    out_send, out_recv = trio.open_memory_channel[bytes](64)
+    forwarder = link.forwarder = Forwarder(out_send)
 
     async def pump_stdout() -> None:
         async with read_send:
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
                 async for line in _lines(process.stdout):
-                    if line.strip():
-                        try:
-                            await read_send.send(parse_message(line))
-                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                            return
+                    if not line.strip():
+                        continue
+                    try:
+                        raw = json.loads(line)
+                    except ValueError as exc:
+                        item: SessionMessage | Exception = exc
+                    else:
+                        if forwarder.route(raw):
+                            continue
+                        item = parse_message(raw)
+                    try:
+                        await read_send.send(item)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        return
+        forwarder.close("the backend closed its stdout")
+
+    async def pump_messages() -> None:
+        async with write_recv:
+            async for message in write_recv:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await out_send.send(data.encode() + b"\n")
 
     async def pump_stdin() -> None:
-        async with write_recv:
-            try:
-                async for message in write_recv:
-                    data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await process.stdin.send_all(data.encode() + b"\n")
-            except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-                read_send.close()
+        try:
+            async for data in out_recv:
+                await process.stdin.send_all(data)
+        except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+            read_send.close()
+            forwarder.close("the backend closed its stdin")
 
     async def pump_stderr() -> None:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
@@ -121,12 +142,14 @@ async def stdio_transport(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_stdout)
+        nursery.start_soon(pump_messages)
         nursery.start_soon(pump_stdin)
         nursery.start_soon(pump_stderr)
         nursery.start_soon(watch_exit)
         try:
             yield read_recv, write_send
         finally:
+            forwarder.close("the backend is stopping")
             code = await stop_process(process)
             if link.exit_code is None:
                 link.exit_code = code

@@ -59,8 +59,8 @@ class ListenerActor:
         connection = ClientConnection(client_id, self.shared)
         self.connections[client_id] = connection
         try:
-            async with jsonl_streams(receive, send) as (read, write):
-                await connection.serve(read, write)
+            async with jsonl_streams(receive, send, connection.intercept) as (read, write, send_raw):
+                await connection.serve(read, write, send_raw)
         finally:
             del self.connections[client_id]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -26,15 +26,19 @@ def error_line(request_id: Any, code: int, message: str) -> bytes:
     return json.dumps(payload).encode() + b"\n"
 
 
-def parse_line(line: bytes) -> SessionMessage | bytes:
-    """A message for the SDK, or the bytes of the error line to answer with."""
+def decode_line(line: bytes) -> Any:
+    """The decoded JSON value, or the bytes of a parse-error line to answer with."""
     try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        return json.loads(line)
+    except ValueError:
+        return error_line(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
+
+
+def to_message(raw: Any) -> SessionMessage | bytes:
+    """A message for the SDK, or the bytes of an invalid-request line to answer with."""
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(raw, by_name=False))
     except ValidationError as exc:
-        try:
-            raw = json.loads(line)
-        except ValueError:
-            return error_line(None, types.PARSE_ERROR, "Parse error: the line is not valid JSON")
         request_id = raw.get("id") if isinstance(raw, dict) else None
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
             request_id = None
@@ -62,12 +66,26 @@ async def read_lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
             raise ValueError("a client message exceeded 64 MiB")
 
 
+def parse_line(line: bytes) -> SessionMessage | bytes:
+    """A message for the SDK, or the bytes of the error line to answer with."""
+    raw = decode_line(line)
+    return raw if isinstance(raw, bytes) else to_message(raw)
+
+
+#: Sees every decoded client message first; returns True when it took the message itself.
+Intercept = Callable[[Any], bool]
+SendRaw = Callable[[bytes], Awaitable[None]]
+
+
 @contextlib.asynccontextmanager
 async def jsonl_streams(
-    receive: trio.abc.ReceiveStream, send: trio.abc.SendStream
-) -> AsyncIterator[tuple[Any, Any]]:
-    """Yield (read, write) anyio streams of `SessionMessage` over a byte stream pair.
+    receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, intercept: Intercept | None = None
+) -> AsyncIterator[tuple[Any, Any, SendRaw]]:
+    """Yield (read, write, send_raw) over a byte stream pair.
 
+    `read` and `write` are anyio streams of `SessionMessage` for the SDK; `send_raw`
+    writes one already-encoded line in order with everything else. `intercept`, when
+    given, sees each decoded message before the SDK and may take it (the raw lane).
     The read stream ends when the peer closes its side. Leaving the block stops the pumps.
     """
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
@@ -80,7 +98,10 @@ async def jsonl_streams(
                 async for line in read_lines(receive):
                     if not line.strip():
                         continue
-                    parsed = parse_line(line)
+                    raw = decode_line(line)
+                    if not isinstance(raw, bytes) and intercept is not None and intercept(raw):
+                        continue
+                    parsed = raw if isinstance(raw, bytes) else to_message(raw)
                     if isinstance(parsed, bytes):
                         await out_send.send(parsed)
                         continue
@@ -105,6 +126,6 @@ async def jsonl_streams(
         nursery.start_soon(pump_messages)
         nursery.start_soon(pump_out)
         try:
-            yield read_recv, write_send
+            yield read_recv, write_send, out_send.send
         finally:
             nursery.cancel_scope.cancel()

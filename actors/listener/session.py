@@ -8,6 +8,7 @@ calls go straight to the owning backend's mailbox: the router is not on the call
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,10 +28,12 @@ from mcp.shared.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
+from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import BackendUnavailable, Origin
+from assern.actors.listener.jsonl import SendRaw
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
 from assern.supervisor.cell import Cell
@@ -75,6 +78,10 @@ class ClientConnection:
         self.bus = InMemorySubscriptionBus()
         self._session: Any = None  # the handshake-era ServerSession, once initialized
         self._subscriptions: set[str] = set()
+        self._send_raw: SendRaw | None = None
+        self._nursery: trio.Nursery | None = None
+        #: raw-lane calls in flight, by the client's request id (for its cancellations)
+        self._forwarded: dict[str | int, trio.CancelScope] = {}
         self._seen_version = shared.catalog.version
         self.server = self._build_server()
 
@@ -115,17 +122,110 @@ class ClientConnection:
             self._session = ctx.session
         return await call_next(ctx)
 
-    async def serve(self, read: Any, write: Any) -> None:
-        """Serve this client until it disconnects; list_changed follows the catalog."""
+    async def serve(self, read: Any, write: Any, send_raw: SendRaw | None = None) -> None:
+        """Serve this client until it disconnects; list_changed follows the catalog.
+
+        With `send_raw` (a byte-stream client), tools/call requests on a handshake-era
+        connection take the raw lane: see `intercept`.
+        """
         with structlog.contextvars.bound_contextvars(client=self.client_id):
             log.info("client_connected")
             try:
                 async with trio.open_nursery() as nursery:
+                    self._send_raw, self._nursery = send_raw, nursery
                     nursery.start_soon(self._follow_catalog)
                     await self.server.run(read, write, self.initialization_options())
                     nursery.cancel_scope.cancel()
             finally:
+                self._send_raw = self._nursery = None
                 log.info("client_disconnected")
+
+    # --------------------------------------------------------------- raw lane
+
+    def intercept(self, raw: Any) -> bool:
+        """Take a tools/call (or its cancellation) off the wire before the SDK sees it.
+
+        Only on an initialized handshake-era connection, for a known tool whose backend
+        offers the raw lane; anything else (errors included) goes the SDK way. The
+        result is forwarded as the backend wrote it, without re-validating models.
+        """
+        if not isinstance(raw, dict):
+            return False
+        method = raw.get("method")
+        if method == "notifications/cancelled":
+            params = raw.get("params")
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            scope = self._forwarded.get(request_id) if isinstance(request_id, str | int) else None
+            if scope is None:
+                return False
+            scope.cancel()
+            return True
+        if method != "tools/call" or self._session is None or self._nursery is None:
+            return False
+        request_id = raw.get("id")
+        params = raw.get("params")
+        if (
+            not isinstance(request_id, str | int)
+            or isinstance(request_id, bool)
+            or not isinstance(params, dict)
+        ):
+            return False
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return False
+        if meta is not None and (not isinstance(meta, dict) or PROTOCOL_VERSION_META_KEY in meta):
+            return False
+        route = self.shared.catalog.value.tools.get(name)
+        handle = self.shared.directory().get(route.server) if route is not None else None
+        if route is None or handle is None or not handle.actor.fast_path or request_id in self._forwarded:
+            return False
+        token = meta.get("progressToken") if meta else None
+        scope = self._forwarded[request_id] = trio.CancelScope()
+        self._nursery.start_soon(
+            self._forward_call, request_id, route.original, handle, arguments, token, scope
+        )
+        return True
+
+    async def _forward_call(
+        self,
+        request_id: str | int,
+        name: str,
+        handle: BackendHandle,
+        arguments: dict[str, Any] | None,
+        token: str | int | None,
+        scope: trio.CancelScope,
+    ) -> None:
+        send_raw = self._send_raw
+        assert send_raw is not None
+        progress = None
+        if token is not None and isinstance(token, str | int):
+
+            async def progress(p: float, total: float | None, message: str | None) -> None:
+                params: dict[str, Any] = {"progressToken": token, "progress": p}
+                if total is not None:
+                    params["total"] = total
+                if message is not None:
+                    params["message"] = message
+                note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+                await send_raw(json.dumps(note).encode() + b"\n")
+
+        origin = self._origin(self._session, None)
+        try:
+            with scope:
+                try:
+                    result = await request(
+                        handle,
+                        lambda reply: msgs.ForwardCall(
+                            name=name, arguments=arguments, progress=progress, origin=origin, reply=reply
+                        ),
+                    )
+                    line = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                except Exception as exc:
+                    error = _error(exc).error.model_dump(mode="json", exclude_none=True)
+                    line = {"jsonrpc": "2.0", "id": request_id, "error": error}
+                await send_raw(json.dumps(line).encode() + b"\n")
+        finally:
+            del self._forwarded[request_id]
 
     # ----------------------------------------------------------- notifications
 
@@ -190,9 +290,8 @@ class ClientConnection:
             raise MCPError(code=UNAVAILABLE, message=f"server '{server}' is not configured")
         return handle
 
-    def _origin(self, ctx: ServerRequestContext[Any, Any]) -> Origin:
-        session = ctx.session
-        related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    def _origin(self, session: Any, request_id: Any) -> Origin:
+        related = ServerMessageMetadata(related_request_id=request_id) if request_id is not None else None
         result_types: dict[str, type[Any]] = {
             "sampling/createMessage": types.CreateMessageResult,
             "elicitation/create": types.ElicitResult,
@@ -265,7 +364,7 @@ class ClientConnection:
                 )
 
         handle = self._handle(route.server)
-        origin = self._origin(ctx)
+        origin = self._origin(ctx.session, ctx.request_id)
         try:
             return await request(
                 handle,

@@ -98,11 +98,13 @@ async def test_error_in_the_block_comes_out_unwrapped(
     async def supervise() -> None:
         async with open_supervisor(SPEC, specs):
             await trio.sleep(1)
-            raise KeyError("oops")
+            raise KeyError("oops") from ValueError("why")
 
     with trio.fail_after(100), pytest.raises(KeyError, match="oops") as info:
         await supervise()
     assert type(info.value) is KeyError  # not an exception group
+    assert repr(info.value.__cause__) == "ValueError('why')"
+    assert info.value.__context__ is None
     assert rec.order("stop") == ["b", "a"]
 
 
