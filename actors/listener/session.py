@@ -33,6 +33,7 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import BackendUnavailable, Origin
+from assern.actors.backend.status import BackendState
 from assern.actors.listener.jsonl import SendRaw
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
@@ -55,6 +56,8 @@ class SessionContext:
     settled: trio.Event
     #: how long a list request waits for slow-starting backends before answering
     list_wait: float = 10.0
+    #: how long `initialize` waits for starting backends, so capabilities are known
+    initialize_wait: float = 5.0
     server_name: str = "assern"
     instructions: str | None = None
 
@@ -79,6 +82,7 @@ class ClientConnection:
         self._session: Any = None  # the handshake-era ServerSession, once initialized
         self._subscriptions: set[str] = set()
         self._send_raw: SendRaw | None = None
+        self._init_options: Any = None
         self._nursery: trio.Nursery | None = None
         #: raw-lane calls in flight, by the client's request id (for its cancellations)
         self._forwarded: dict[str | int, trio.CancelScope] = {}
@@ -115,10 +119,35 @@ class ClientConnection:
             NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
         )
 
+    def capabilities(self) -> types.ServerCapabilities:
+        """What this aggregate can really deliver, given the backends known right now.
+
+        Tools, prompts and resources are always served (their lists may be empty) and
+        assern itself sends their list_changed whenever the catalog changes. Resource
+        subscriptions, logging and completions are offered only when a ready backend
+        offers them.
+        """
+        known = self.shared.catalog.value.capabilities.values()
+        subscribe = any(c.resources is not None and c.resources.subscribe for c in known)
+        return types.ServerCapabilities(
+            tools=types.ToolsCapability(list_changed=True),
+            prompts=types.PromptsCapability(list_changed=True),
+            resources=types.ResourcesCapability(subscribe=subscribe, list_changed=True),
+            logging=types.LoggingCapability() if any(c.logging is not None for c in known) else None,
+            completions=(
+                types.CompletionsCapability() if any(c.completions is not None for c in known) else None
+            ),
+        )
+
     async def _capture_session(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
-        if ctx.method == "notifications/initialized":
+        if ctx.method == "initialize" and self._init_options is not None:
+            # Decided at the handshake from the backends known then (see `capabilities`);
+            # a client that connects while they start waits briefly for them.
+            await self._wait_settled(self.shared.initialize_wait)
+            self._init_options.capabilities = self.capabilities()
+        elif ctx.method == "notifications/initialized":
             self._session = ctx.session
         return await call_next(ctx)
 
@@ -134,7 +163,8 @@ class ClientConnection:
                 async with trio.open_nursery() as nursery:
                     self._send_raw, self._nursery = send_raw, nursery
                     nursery.start_soon(self._follow_catalog)
-                    await self.server.run(read, write, self.initialization_options())
+                    self._init_options = self.initialization_options()
+                    await self.server.run(read, write, self._init_options)
                     nursery.cancel_scope.cancel()
             finally:
                 self._send_raw = self._nursery = None
@@ -278,10 +308,28 @@ class ClientConnection:
 
     # ---------------------------------------------------------------- helpers
 
+    def _catalog_complete(self) -> bool:
+        catalog = self.shared.catalog.value
+        return all(
+            name in catalog.servers
+            for name, handle in self.shared.directory().items()
+            if handle.status.state is BackendState.READY
+        )
+
+    async def _wait_settled(self, limit: float) -> None:
+        """Wait (at most `limit` s) until every eager backend had its first start and the
+        catalog lists every ready one."""
+        if self.shared.settled.is_set() and self._catalog_complete():
+            return
+        with trio.move_on_after(limit):
+            await self.shared.settled.wait()
+            cell = self.shared.catalog
+            version = cell.version
+            while not self._catalog_complete():
+                version, _ = await cell.changed(version)
+
     async def _settled_catalog(self) -> Catalog:
-        if not self.shared.settled.is_set():
-            with trio.move_on_after(self.shared.list_wait):
-                await self.shared.settled.wait()
+        await self._wait_settled(self.shared.list_wait)
         return self.shared.catalog.value
 
     def _handle(self, server: str) -> BackendHandle:

@@ -223,3 +223,43 @@ async def test_kill_of_a_backend_mid_call_fails_that_call_only(
             assert "signal 9" in error.message
             assert text_of(await client.call_tool("my_beta_echo", {"text": "alive"})) == "alive"
             assert text_of(await client.call_tool("time_get_current_time", {"timezone": "UTC"}))
+
+
+async def test_server_to_client_requests_go_back_to_the_calling_client(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled!"), model="test-model"
+        )
+
+    logs: list[types.LoggingMessageNotificationParams] = []
+
+    async def on_log(params: types.LoggingMessageNotificationParams) -> None:
+        logs.append(params)
+
+    with trio.fail_after(60):
+        async with Client(
+            assern_env.serve(config), mode="legacy", sampling_callback=sampling, logging_callback=on_log
+        ) as client:
+            caps = client.server_capabilities
+            assert caps.tools is not None
+            assert caps.tools.list_changed is True
+            assert caps.resources is not None
+            assert caps.resources.subscribe is True  # the test server supports subscriptions
+            result = await client.call_tool("alpha_ask_sampling", {"prompt": "write a haiku"})
+            assert text_of(result) == "sampled!"
+            assert asked == ["write a haiku"]
+            assert text_of(
+                await client.call_tool("alpha_log", {"level": "warning", "message": "careful"})
+            ) == ("logged")
+            with trio.fail_after(5):
+                while not logs:  # noqa: ASYNC110 - the notification arrives on its own
+                    await trio.sleep(0.01)
+    assert logs[0].level == "warning"
+    assert logs[0].logger is not None
+    assert logs[0].logger.startswith("alpha")
