@@ -75,7 +75,8 @@ def _expand(text: str, lookup: Mapping[str, str], undefined: list[str]) -> str:
         elif following == "{":
             end = _closing_brace(text, dollar + 2)
             if end < 0:
-                raise ExpansionError(f"unterminated '${{' in {text!r}")
+                # The text itself is not quoted: it may be a secret (an env or header value).
+                raise ExpansionError(f"unterminated '${{' at character {dollar + 1}")
             out.append(_substitute(text[dollar + 2 : end], lookup, undefined))
             i = end + 1
         elif name := _NAME.match(text, dollar + 1):
@@ -115,7 +116,8 @@ def _substitute(body: str, lookup: Mapping[str, str], undefined: list[str]) -> s
     name = _NAME.match(body)
     rest = body[name.end() :] if name else body
     if name is None or (rest and not rest.startswith(":-")):
-        raise ExpansionError(f"unsupported reference '${{{body}}}': write ${{NAME}} or ${{NAME:-default}}")
+        shown = f"'${{{body}}}'" if _NAME.fullmatch(body.split(":", 1)[0]) else "'${...}'"
+        raise ExpansionError(f"unsupported reference {shown}: write ${{NAME}} or ${{NAME:-default}}")
     value = lookup.get(name.group())
     if not rest:
         if value is None:

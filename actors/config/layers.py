@@ -22,11 +22,15 @@ from assern.actors.config.model import (
 )
 from assern.actors.config.project import LOCAL_DIR, expand_user
 from assern.actors.config.spec import ConfigError, Layer, Provenance
-from assern.actors.config.structure import loads_toml
+from assern.actors.config.structure import loads_toml, parse_toml, structure
+from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, parse_yaml
 
 #: Which resolution level a server table belongs to: the global config (with its
 #: includes), the active project's section, or the local `.assern/` files.
 Level = Literal["global", "project", "local"]
+
+#: The original Assern layout kept its servers in this file beside `config.yaml`.
+ORIGINAL_SERVERS_FILE = "mcp.json"
 
 
 @attrs.frozen(kw_only=True)
@@ -74,6 +78,7 @@ class GlobalSource:
         servers: Included servers first, then the file's own tables.
         projects: Its `[projects.*]`.
         files: The files read, in order (the config file, then its includes).
+        notes: What a converted file (the original YAML layout) could not carry over.
     """
 
     file: Path | None = None
@@ -81,6 +86,7 @@ class GlobalSource:
     servers: ServerStacks = attrs.field(factory=dict)
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     files: tuple[Path, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -131,7 +137,11 @@ def read_dotenv(path: Path) -> dict[str, str] | None:
 
 
 def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
-    """Read the global config file: TOML, or an `mcpServers` JSON file (by its suffix).
+    """Read the global config file: TOML, an `mcpServers` JSON file, or the original
+    Assern layout's `config.yaml` (by its suffix).
+
+    A YAML file is converted (see yaml_layout.py); an `mcp.json` beside it, which held
+    the original layout's servers, is included.
 
     Args:
         path: The file.
@@ -149,7 +159,15 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
     if path.suffix.lower() == ".json":
         servers = _json_layers(path, text, level="global")
         return GlobalSource(file=path, servers=servers, files=(path,))
-    model = loads_toml(text, ConfigFile, file=str(path))
+    notes: tuple[str, ...] = ()
+    if path.suffix.lower() in YAML_SUFFIXES:
+        converted = convert_global(parse_yaml(text, file=str(path)), file=str(path))
+        document, notes = converted.document, converted.notes
+        if "include" not in document and (path.parent / ORIGINAL_SERVERS_FILE).is_file():
+            document["include"] = [ORIGINAL_SERVERS_FILE]
+    else:
+        document = parse_toml(text, file=str(path))
+    model = structure(document, ConfigFile, file=str(path))
     included, included_files, problems = _read_includes(model.include, path, "global", home)
     problems += model.problems(included=included.keys())
     if problems:
@@ -161,6 +179,7 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
         servers=_stack(included, own),
         projects=model.projects,
         files=(path, *included_files),
+        notes=notes,
     )
 
 

@@ -68,7 +68,14 @@ from assern.actors.config.spec import (
     ServerSpec,
     Settings,
 )
+from assern.actors.config.yaml_layout import yaml_available
 from assern.supervisor.spec import Restart, RestartPolicy
+
+#: The global config file in `$ASSERN_HOME`.
+GLOBAL_CONFIG = "config.toml"
+#: The original Assern layout's global config, read when config.toml is absent and
+#: PyYAML is installed.
+LEGACY_GLOBAL_CONFIG = "config.yaml"
 
 #: An env value and where it came from.
 Entry = tuple[str, Provenance]
@@ -130,7 +137,17 @@ def resolve_config(
     if config_path is not None:
         source = read_global(cwd / config_path, required=True, home=home)
     else:
-        source = read_global(assern_home / "config.toml", required=False, home=home)
+        source = read_global(assern_home / GLOBAL_CONFIG, required=False, home=home)
+        legacy = assern_home / LEGACY_GLOBAL_CONFIG
+        if source.file is None and legacy.is_file():
+            if yaml_available():
+                source = read_global(legacy, required=True, home=home)
+            else:
+                warnings.append(
+                    f"{legacy} is not read: reading YAML needs PyYAML (pip install 'assern[yaml]'), "
+                    "or convert it with `assernctl config import`"
+                )
+    warnings += source.notes
 
     local_root = find_local_root(cwd)
     local_env_file = local_root / LOCAL_DIR / ".env" if local_root else None
@@ -194,7 +211,30 @@ def resolve_config(
         project=match.name,
         files=tuple(dict.fromkeys(files)),
         warnings=tuple(warnings),
+        potential_files=_potential_files(
+            assern_home,
+            global_config=config_path is None and source.file is None,
+            local_root=local_root,
+            cwd=cwd,
+        ),
     )
+
+
+def _potential_files(
+    assern_home: Path, *, global_config: bool, local_root: Path | None, cwd: Path
+) -> tuple[Path, ...]:
+    """The files that do not exist now but would contribute if they were created.
+
+    Candidates: the global .env, the global config.toml (unless `--config` replaces it),
+    and the `.assern/.env` and `.assern/config.toml` of the project root, or of `cwd`
+    when there is no project root yet.
+    """
+    candidates = [assern_home / ".env"]
+    if global_config:
+        candidates.append(assern_home / GLOBAL_CONFIG)
+    root = local_root or cwd
+    candidates += [root / LOCAL_DIR / ".env", root / LOCAL_DIR / "config.toml"]
+    return tuple(path for path in candidates if not path.is_file())
 
 
 @attrs.frozen(kw_only=True)

@@ -122,6 +122,9 @@ class ResolvedConfig:
         files: Every existing file that contributed (config files, .env files, included
             JSON files), for hot reload to watch.
         warnings: Things worth telling the user that do not stop assern.
+        potential_files: Files that do not exist but would contribute if they were
+            created (the global config and .env, the local `.assern/config.toml` and
+            `.env`), so hot reload notices them appearing.
     """
 
     settings: Settings
@@ -129,6 +132,7 @@ class ResolvedConfig:
     project: str | None
     files: tuple[Path, ...]
     warnings: tuple[str, ...] = ()
+    potential_files: tuple[Path, ...] = ()
 
 
 class ConfigError(Exception):

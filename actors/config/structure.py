@@ -58,9 +58,39 @@ def show(value: object) -> str:
     return str(value)
 
 
-def expected(what: str, value: object) -> Invalid:
+class WrongKind(Invalid):
+    """A value of the wrong kind: "expected WHAT, got VALUE".
+
+    It keeps the value so that `describe_error` can leave it out where it may be a secret
+    (under an `env` or `headers` table).
+    """
+
+    def __init__(self, what: str, value: object) -> None:
+        super().__init__(f"expected {what}, got {show(value)}")
+        self.what = what
+        self.value = value
+
+    def hidden(self) -> str:
+        """The message without the value itself: "expected WHAT, got a string (hidden)"."""
+        kind = "a string (value hidden)" if isinstance(self.value, str) else _kind(self.value)
+        return f"expected {self.what}, got {kind}"
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    return show(value) if value is None or isinstance(value, Mapping | list | tuple) else "a value"
+
+
+def expected(what: str, value: object) -> WrongKind:
     """The error for a value of the wrong kind: "expected WHAT, got VALUE"."""
-    return Invalid(f"expected {what}, got {show(value)}")
+    return WrongKind(what, value)
+
+
+#: Tables whose values may be secrets: a wrong value under them is described, never shown.
+SECRET_TABLES = frozenset({"env", "headers"})
 
 
 def _structure_str(value: object, _: object) -> str:
@@ -257,6 +287,18 @@ def structure(data: object, cls: type[T], *, file: str, prefix: KeyPath = ()) ->
         raise ConfigError(file, tuple(describe_error(exc, prefix))) from exc
 
 
+def parse_toml(text: str, *, file: str) -> dict[str, Any]:
+    """Parse TOML text into plain data.
+
+    Raises:
+        ConfigError: a syntax error; the message gives line and column, never the text.
+    """
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(file, (f"invalid TOML: {exc}",)) from exc
+
+
 def loads_toml(text: str, cls: type[T], *, file: str) -> T:
     """Parse TOML text and structure it into `cls`.
 
@@ -264,11 +306,7 @@ def loads_toml(text: str, cls: type[T], *, file: str) -> T:
         ConfigError: a syntax error (the message gives line and column) or every
             structuring problem of the document.
     """
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(file, (f"invalid TOML: {exc}",)) from exc
-    return structure(data, cls, file=file)
+    return structure(parse_toml(text, file=file), cls, file=file)
 
 
 def describe_error(exc: BaseException, path: KeyPath = ()) -> list[str]:
@@ -293,6 +331,8 @@ def describe_error(exc: BaseException, path: KeyPath = ()) -> list[str]:
     if isinstance(exc, ForbiddenExtraKeysError):
         known = [field.name for field in attrs.fields(exc.cl)] if attrs.has(exc.cl) else []
         return [at(_unknown_key(key, known), path) for key in sorted(exc.extra_fields)]
+    if isinstance(exc, WrongKind) and any(part in SECRET_TABLES for part in path if isinstance(part, str)):
+        return [at(exc.hidden(), path)]
     return [at(_describe(exc), path)]
 
 

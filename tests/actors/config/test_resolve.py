@@ -407,9 +407,35 @@ def test_files_lists_every_contributing_file_in_layer_order(world: World) -> Non
 
 
 def test_nothing_configured(world: World) -> None:
+    cwd = world.folder("elsewhere")
     assert world.resolve() == ResolvedConfig(
-        settings=Settings(), servers={}, project=None, files=(), warnings=()
+        settings=Settings(),
+        servers={},
+        project=None,
+        files=(),
+        warnings=(),
+        potential_files=(
+            world.assern_home / ".env",
+            world.assern_home / "config.toml",
+            cwd / ".assern" / ".env",
+            cwd / ".assern" / "config.toml",
+        ),
     )
+
+
+def test_potential_files_are_the_missing_would_be_contributors(world: World) -> None:
+    """Hot reload watches these: files that do not exist yet but would count if created."""
+    world.global_config('[servers.s]\ncommand = "s"\n')
+    world.write("repo/.assern/.env", "A=1\n")
+    world.folder("repo/src")
+    resolved = world.resolve(cwd="repo/src")
+    assert resolved.potential_files == (
+        world.assern_home / ".env",
+        world.home / "repo" / ".assern" / "config.toml",
+    )
+    # --config replaces the global config.toml, so it is no longer a would-be file.
+    other = world.write("other.toml", "")
+    assert world.assern_home / "config.toml" not in world.resolve(config_path=other).potential_files
 
 
 def test_spec_defaults_and_policy(world: World) -> None:

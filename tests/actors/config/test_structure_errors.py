@@ -44,9 +44,12 @@ def problems_of(world: World, server_toml: str) -> tuple[str, ...]:
         ('command = "x"\nargs = "-y"', "expected a list, got '-y' @ servers.github.args"),
         ('command = "x"\nargs = ["-y", 3]', "expected a string, got 3 @ servers.github.args[1]"),
         ('command = "x"\nallowed = "get_*"', "expected a list, got 'get_*' @ servers.github.allowed"),
-        # table and its values
-        ('command = "x"\nenv = "TOKEN=1"', "expected a table, got 'TOKEN=1' @ servers.github.env"),
-        ('command = "x"\nenv = { TOKEN = 1 }', "expected a string, got 1 @ servers.github.env.TOKEN"),
+        # table and its values (a wrong value under env or headers is described, never shown)
+        (
+            'command = "x"\nenv = "TOKEN=1"',
+            "expected a table, got a string (value hidden) @ servers.github.env",
+        ),
+        ('command = "x"\nenv = { TOKEN = 1 }', "expected a string, got a number @ servers.github.env.TOKEN"),
         ('command = "x"\nheaders = { A = [] }', "expected a string, got a list @ servers.github.headers.A"),
         # Literal enums
         (
@@ -317,7 +320,7 @@ def test_bad_mcp_servers_json(world: World) -> None:
     world.write("claude.json", '{"mcpServers": {"a": {"args": ["x"], "env": {"K": 1}}}}')
     with pytest.raises(ConfigError) as caught:
         world.resolve(config_path=bad)
-    assert caught.value.problems == ("expected a string, got 1 @ mcpServers.a.env.K",)
+    assert caught.value.problems == ("expected a string, got a number @ mcpServers.a.env.K",)
 
     world.write("claude.json", '{"mcpServers": {"a": {"args": ["x"]}}}')
     with pytest.raises(ConfigError) as caught:

@@ -1,0 +1,181 @@
+"""What `assernctl config show` and `explain` print: plain documents and their text form.
+
+The documents are JSON-ready dicts whose shape README.md documents (`--json`); the
+human form is rendered from the same document, so both always agree. Env values and
+header values are redacted (`ab…(redacted)`) unless the caller asks to reveal them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from assern.actors.config.spec import Provenance, ResolvedConfig, ServerSpec
+from assern.supervisor.logging import redact
+
+#: The layer word of an env key that no config layer set (it came from the system env).
+SYSTEM_LAYER = "system-env"
+
+
+def shown(value: str, *, reveal: bool) -> str:
+    """A secret as output shows it: as it is when revealed, else `ab…(redacted)`."""
+    return value if reveal else redact(value)
+
+
+def env_entries(spec: ServerSpec, *, reveal: bool, system: bool) -> dict[str, dict[str, Any]]:
+    """A server's process env, key by key, with the layer and file each value came from.
+
+    Args:
+        spec: The resolved server.
+        reveal: Show the values themselves instead of redacting them.
+        system: Include the keys that come from the system environment (layer
+            "system-env", file None) after the configured ones.
+
+    Returns:
+        `{KEY: {"value", "layer", "file"}}`: the keys a config layer or .env file set, in
+        resolution order, then (with `system`) the system keys sorted by name.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for key, where in spec.env_keys_from.items():
+        if key in spec.env:
+            out[key] = _entry(spec.env[key], where, reveal=reveal)
+    if system:
+        for key in sorted(set(spec.env) - set(out)):
+            out[key] = {"value": shown(spec.env[key], reveal=reveal), "layer": SYSTEM_LAYER, "file": None}
+    return out
+
+
+def _entry(value: str, where: Provenance, *, reveal: bool) -> dict[str, Any]:
+    return {"value": shown(value, reveal=reveal), "layer": where.layer, "file": where.file}
+
+
+def server_document(spec: ServerSpec, *, reveal: bool, system_env: bool) -> dict[str, Any]:
+    """One server as `show` and `explain` print it (see README.md, "assernctl config")."""
+    policy = spec.policy
+    return {
+        "transport": spec.transport,
+        "command": spec.command,
+        "args": list(spec.args),
+        "cwd": spec.cwd,
+        "url": spec.url,
+        "env": env_entries(spec, reveal=reveal, system=system_env),
+        "headers": {key: shown(value, reveal=reveal) for key, value in spec.headers.items()},
+        "allowed": list(spec.allowed) if spec.allowed is not None else None,
+        "start": spec.start,
+        "timeout": spec.timeout,
+        "startup_timeout": spec.startup_timeout,
+        "idle_timeout": spec.idle_timeout,
+        "protocol": spec.protocol,
+        "restart": {
+            "restart": policy.restart.value,
+            "max_restarts": policy.max_restarts,
+            "restart_window": policy.restart_window,
+            "backoff_initial": policy.backoff_initial,
+            "backoff_max": policy.backoff_max,
+        },
+    }
+
+
+def show_document(config: ResolvedConfig) -> dict[str, Any]:
+    """The resolved configuration; each server's env lists only the configured keys."""
+    return {
+        "project": config.project,
+        "files": [str(path) for path in config.files],
+        "settings": {"naming": config.settings.naming, "max_name_length": config.settings.max_name_length},
+        "servers": {
+            name: server_document(spec, reveal=False, system_env=False)
+            for name, spec in config.servers.items()
+        },
+        "warnings": list(config.warnings),
+    }
+
+
+def explain_document(config: ResolvedConfig, spec: ServerSpec, *, reveal: bool) -> dict[str, Any]:
+    """One server's final command, args, cwd and complete env with provenance."""
+    return {
+        "server": spec.name,
+        "project": config.project,
+        "revealed": reveal,
+        **server_document(spec, reveal=reveal, system_env=True),
+    }
+
+
+# ----------------------------------------------------------------------- text
+
+
+def render_show(document: Mapping[str, Any]) -> str:
+    """The human form of `show_document`."""
+    lines = [f"project: {document['project'] or '(none)'}"]
+    files = document["files"]
+    lines.append("files:" if files else "files: (none: no configuration file was found)")
+    lines += [f"  {file}" for file in files]
+    settings = document["settings"]
+    lines.append(f"settings: naming = {settings['naming']}, max_name_length = {settings['max_name_length']}")
+    servers = document["servers"]
+    lines.append("")
+    lines.append(f"servers ({len(servers)}):" if servers else "servers: (none)")
+    for name, server in servers.items():
+        lines.append(f"  {name}  [{server['transport']}]")
+        lines += [f"    {line}" for line in _server_lines(server)]
+    lines += [f"warning: {warning}" for warning in document["warnings"]]
+    return "\n".join(lines)
+
+
+def render_explain(document: Mapping[str, Any]) -> str:
+    """The human form of `explain_document`."""
+    lines = [
+        f"server: {document['server']}",
+        f"project: {document['project'] or '(none)'}",
+        f"transport: {document['transport']}",
+        *_server_lines(document, env=False),
+        "",
+    ]
+    env = document["env"]
+    configured = {k: v for k, v in env.items() if v["layer"] != SYSTEM_LAYER}
+    system = [k for k, v in env.items() if v["layer"] == SYSTEM_LAYER]
+    lines.append(
+        f"env ({len(env)} keys: {len(configured)} configured, {len(system)} from the system environment):"
+    )
+    rows = [(key, entry["value"], entry["layer"], entry["file"] or "-") for key, entry in env.items()]
+    lines += _table(("KEY", "VALUE", "LAYER", "FILE"), rows)
+    if not document["revealed"]:
+        lines.append("")
+        lines.append("values are redacted; --reveal shows them when the output is a terminal")
+    return "\n".join(lines)
+
+
+def _server_lines(server: Mapping[str, Any], *, env: bool = True) -> list[str]:
+    lines: list[str] = []
+    if server["command"] is not None:
+        lines.append(f"command: {server['command']}")
+        lines.append(f"args: {_quoted(server['args'])}" if server["args"] else "args: (none)")
+        lines.append(f"cwd: {server['cwd'] or '(inherited from assern)'}")
+    if server["url"] is not None:
+        lines.append(f"url: {server['url']}")
+    for key, value in server["headers"].items():
+        lines.append(f"header {key}: {value}")
+    if env:
+        for key, entry in server["env"].items():
+            lines.append(f"env {key} = {entry['value']}  ({entry['layer']}: {entry['file']})")
+    if server["allowed"] is not None:
+        lines.append(f"allowed: {', '.join(server['allowed']) or '(nothing)'}")
+    restart = server["restart"]
+    lines.append(
+        f"restart: {restart['restart']}, at most {restart['max_restarts']} in "
+        f"{restart['restart_window']:g}s; start: {server['start']}; timeout: {server['timeout']:g}s"
+    )
+    return lines
+
+
+def _quoted(args: list[str]) -> str:
+    return " ".join(
+        arg if arg and not any(c.isspace() or c in "'\"" for c in arg) else repr(arg) for arg in args
+    )
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, *rows]
+    ]
