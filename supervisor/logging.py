@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -69,11 +70,27 @@ class LineFile:
 
     def _open(self) -> int:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        self._size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        self._size, self._inode, self._checked = info.st_size, info.st_ino, time.monotonic()
         return fd
+
+    def _follow_rotation(self) -> None:
+        """Reopen when another process (a proxy, the launcher) rotated the file under us."""
+        now = time.monotonic()
+        if now - self._checked < 1.0:
+            return
+        self._checked = now
+        try:
+            current = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            current = None
+        if current != self._inode:
+            os.close(self._fd)
+            self._fd = self._open()
 
     def write(self, line: str) -> None:
         data = line.encode("utf-8", "replace") + b"\n"
+        self._follow_rotation()
         if self._size and self._size + len(data) > self.max_bytes:
             self._rotate()
         os.write(self._fd, data)

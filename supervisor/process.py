@@ -10,11 +10,13 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import json
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import attrs
 import trio
@@ -135,3 +137,125 @@ async def stop_process(child: ChildProcess, *, grace: float = 2.0, term_timeout:
             with contextlib.suppress(trio.ClosedResourceError, OSError):
                 await stream.aclose()
         return code
+
+
+# ----------------------------------------------------------------- pid registry
+#
+# A record of the process groups this assern started, so that the next assern can
+# remove what a killed one (kill -9 gives no chance to clean up) left behind: the
+# parent-death signal reaches a backend, not the grandchildren it started.
+
+
+def process_start_time(pid: int) -> int | None:
+    """The kernel's start time of `pid` (clock ticks since boot), or None if unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat after the command name (field 3 on), or None if gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] in ("Z", "X") else fields
+
+
+def _process_group(pid: int) -> int | None:
+    fields = _stat_fields(pid)
+    return int(fields[2]) if fields is not None else None
+
+
+def group_members(pgid: int, *, started_after: int | None = None) -> list[int]:
+    """Pids in process group `pgid` (Linux /proc), optionally only those started later."""
+    members: list[int] = []
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return members
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        if _process_group(pid) != pgid:
+            continue
+        start = process_start_time(pid)
+        if started_after is not None and start is not None and start < started_after:
+            continue
+        members.append(pid)
+    return members
+
+
+class PidRegistry:
+    """The process groups of one running assern, in `DIR/<assern-pid>.json`."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = directory / f"{os.getpid()}.json"
+        self._owner = {"pid": os.getpid(), "start": process_start_time(os.getpid())}
+        self._groups: dict[str, dict[str, int | None]] = {}
+
+    def record(self, key: str, pid: int | None) -> None:
+        """Remember (pid) or forget (None) the process group started for `key`."""
+        if pid is None:
+            if self._groups.pop(key, None) is None:
+                return
+        else:
+            self._groups[key] = {"pgid": pid, "start": process_start_time(pid)}
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"owner": self._owner, "groups": self._groups}))
+        tmp.replace(self.path)
+
+    def close(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _owner_alive(owner: dict[str, int | None]) -> bool:
+    pid = owner.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if Path("/proc").is_dir() and _stat_fields(pid) is None:
+        return False  # a zombie: dead, just not reaped
+    start = owner.get("start")
+    return start is None or process_start_time(pid) == start
+
+
+def sweep_orphans(directory: Path) -> list[int]:
+    """Kill what dead assern instances left in `directory`'s registry; returns the pids.
+
+    Only registries whose owner is gone are swept, and only processes of a recorded
+    group that started no earlier than that group's leader (so a recycled group id of
+    an unrelated program is left alone).
+    """
+    killed: list[int] = []
+    if not directory.is_dir():
+        return killed
+    for path in directory.glob("*.json"):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)
+            continue
+        if _owner_alive(data.get("owner", {})):
+            continue
+        for group in data.get("groups", {}).values():
+            pgid, start = group.get("pgid"), group.get("start")
+            if not isinstance(pgid, int):
+                continue
+            for pid in group_members(pgid, started_after=start):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+        path.unlink(missing_ok=True)
+    return killed

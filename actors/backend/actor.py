@@ -19,87 +19,42 @@ from typing import Any
 
 import attrs
 import mcp_types as types
-import outcome
 import structlog
 import trio
 from mcp import Client
 from mcp.client._transport import TransportStreams
-from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.calls import CallOrigins, RequestsMixin
+from assern.actors.backend.errors import (
+    BackendExited,
+    BackendHung,
+    BackendStartTimeout,
+    describe_exit,
+)
 from assern.actors.backend.messages import (
     BackendRequest,
-    BackendUnavailable,
-    CallTool,
-    Complete,
-    ForwardCall,
-    GetPrompt,
-    Origin,
-    ReadResource,
-    SetLevel,
-    Subscribe,
 )
 from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.backend.transport import ProcessLink, stdio_transport
 from assern.actors.config.spec import ServerSpec
 from assern.actors.router.catalog import BackendListing
-from assern.supervisor.mailbox import reply_to
 from assern.supervisor.trionics import main_error, raise_unwrapped
 
 log = structlog.get_logger()
 
 CLIENT_INFO = types.Implementation(name="assern", version="0.1.0")
 
+#: An idle backend is pinged this often; no answer within PING_TIMEOUT means it hangs.
+PING_INTERVAL = 30.0
+PING_TIMEOUT = 10.0
+
 #: (server, notification) for notifications clients should see: logs, resource updates
 NotificationSink = Callable[[str, types.ServerNotification], None]
 
 
-class BackendExited(Exception):
-    def __init__(self, server: str, description: str) -> None:
-        super().__init__(f"server '{server}' {description}")
-        self.description = description
-
-
-class BackendStartTimeout(Exception):
-    pass
-
-
-class BackendTimeout(Exception):
-    pass
-
-
-def describe_exit(code: int | None, stderr_tail: list[str]) -> str:
-    if code is None:
-        text = "lost its connection"
-    elif code < 0:
-        text = f"was killed by signal {-code}"
-    else:
-        text = f"exited with code {code}"
-    if stderr_tail:
-        text += "; last stderr: " + " | ".join(stderr_tail[-3:])
-    return text
-
-
-@attrs.define(eq=False)
-class _Calls:
-    """In-flight calls of one incarnation, for routing server-to-client requests."""
-
-    origins: dict[int, Origin] = attrs.field(factory=dict)
-    next_id: int = 0
-
-    def add(self, origin: Origin | None) -> int:
-        self.next_id += 1
-        if origin is not None:
-            self.origins[self.next_id] = origin
-        return self.next_id
-
-    def latest(self) -> Origin | None:
-        return self.origins[max(self.origins)] if self.origins else None
-
-
-class BackendActor:
+class BackendActor(RequestsMixin):
     """The long-lived identity of one configured backend."""
 
     def __init__(
@@ -109,11 +64,15 @@ class BackendActor:
         *,
         on_change: Callable[[str], None],
         on_notification: NotificationSink,
+        on_idle: Callable[[str], None] = lambda _server: None,
+        on_spawn: Callable[[str, int | None], None] = lambda _server, _pid: None,
     ) -> None:
         self.spec = spec
         self.inbox = inbox
         self._on_change = on_change
         self._on_notification = on_notification
+        self._on_idle = on_idle
+        self._on_spawn = on_spawn
         self.status = BackendStatus(
             server=spec.name,
             transport=spec.transport,
@@ -123,18 +82,34 @@ class BackendActor:
         #: whether tools/call may take the raw lane (a stdio backend on a handshake version)
         self.fast_path = False
         self._link = ProcessLink()
-        self._calls = _Calls()
+        self._calls = CallOrigins()
         self._exit_reason: str | None = None
+        self._ended = trio.Event()
+        self._end: Exception | None = None
+        self._last_activity = 0.0
 
     # ------------------------------------------------------------------ status
 
     def _set(self, **changes: Any) -> None:
+        old = self.status.state
         self.status = attrs.evolve(self.status, **changes)
+        if self.status.state is not old:
+            log.info(
+                "backend_state",
+                server=self.spec.name,
+                state=self.status.state.value,
+                previous=old.value,
+                restarts=self.status.restarts,
+            )
 
     def mark(self, state: BackendState, **changes: Any) -> None:
-        """Record a state the supervisor decided (restarting, failed, stopped)."""
+        """Record a state the supervisor decided (restarting, failed, stopped, lazy).
+
+        The last listing stays in the catalog while the backend restarts or sleeps (calls
+        to its tools wait for it); it goes only when the backend failed or was stopped.
+        """
         self._set(state=state, **changes)
-        if state is not BackendState.READY:
+        if state in (BackendState.FAILED, BackendState.STOPPED):
             self.listing = None
         self._on_change(self.spec.name)
 
@@ -142,7 +117,9 @@ class BackendActor:
 
     def _transport(self) -> AbstractAsyncContextManager[TransportStreams] | str:
         if self.spec.transport == "stdio":
-            return stdio_transport(self.spec, self._link, self._stderr_line)
+            return stdio_transport(
+                self.spec, self._link, self._stderr_line, lambda pid: self._on_spawn(self.spec.name, pid)
+            )
         if self.spec.transport == "sse":
             from mcp.client.sse import sse_client
 
@@ -156,17 +133,27 @@ class BackendActor:
 
     def _stderr_line(self, line: str) -> None:
         log.info("backend_stderr", line=line)
+        self._set(stderr_tail=tuple(self._link.stderr_tail))
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    async def probe(self) -> None:
+        """Start the backend once to learn its listing, then stop it (for `start = "lazy"`)."""
+        await self.run(probe=True)
+
+    async def run(
+        self, *, probe: bool = False, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
         """One incarnation: connect, list, report ready, serve until the backend goes away.
 
-        Raises BackendExited when the process exits or the connection is lost, and
-        BackendStartTimeout when it is not ready within `startup_timeout`. Cancellation
-        stops the process gracefully (bounded).
+        Raises BackendExited when the process exits or the connection is lost,
+        BackendHung when it stops answering, and BackendStartTimeout when it is not
+        ready within `startup_timeout`. Cancellation stops the process gracefully
+        (bounded). With `probe`, it returns as soon as the listing is known.
         """
         self._link = ProcessLink()
-        self._calls = _Calls()
+        self._calls = CallOrigins()
         self._exit_reason = None
+        self._ended = trio.Event()
+        self._end = None
         spec = self.spec
         with structlog.contextvars.bound_contextvars(actor="backend", server=spec.name):
             self._set(state=BackendState.STARTING, pid=None, ready_since=None, in_flight=0)
@@ -187,6 +174,10 @@ class BackendActor:
                     ) as client:
                         await self._refresh_listing(client)
                         startup.deadline = math.inf
+                        if probe:
+                            log.info("backend_probed", tools=self.status.tools)
+                            self._on_change(spec.name)
+                            return
                         self.fast_path = (
                             self._link.forwarder is not None
                             and client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
@@ -209,19 +200,19 @@ class BackendActor:
                     raise BackendStartTimeout(
                         f"server '{spec.name}' was not ready within {spec.startup_timeout:g} s"
                     )
-            except (BackendExited, BackendStartTimeout):
+            except (BackendExited, BackendStartTimeout, BackendHung):
                 raise
             except Exception as exc:
                 cause = main_error(exc)
-                if isinstance(cause, BackendExited | BackendStartTimeout):
+                if isinstance(cause, BackendExited | BackendStartTimeout | BackendHung):
                     raise_unwrapped(cause)
                 if self._link.process is not None:  # a lost pipe: let the exit code arrive
                     with trio.move_on_after(1.0):
                         await self._link.exited.wait()
                 raise self._exit_error(cause) from cause
             finally:
-                self.listing = None
                 self.fast_path = False
+                self._on_spawn(spec.name, None)
                 self._set(
                     pid=None,
                     ready_since=None,
@@ -236,17 +227,60 @@ class BackendActor:
             )
         return BackendExited(self.spec.name, f"failed: {type(exc).__name__}: {exc}")
 
+    def _finish(self, error: Exception) -> None:
+        """End this incarnation with `error` (the first reason wins)."""
+        if self._end is None:
+            self._end = error
+            self._ended.set()
+
     async def _serve(self, client: Client) -> None:
-        refresh = trio.Event()
-        self._refresh_requested = refresh
+        self._refresh_requested = trio.Event()
+        self._last_activity = trio.current_time()
         async with trio.open_nursery() as calls:
             calls.start_soon(self._refresher, client)
             calls.start_soon(self._serve_mailbox, client, calls)
-            await self._link.exited.wait()
-            self._exit_reason = describe_exit(self._link.exit_code, list(self._link.stderr_tail))
+            calls.start_soon(self._watch_exit)
+            calls.start_soon(self._ping, client)
+            if self.spec.idle_timeout is not None:
+                calls.start_soon(self._watch_idle, self.spec.idle_timeout)
+            await self._ended.wait()
+            end = self._end
+            assert end is not None
+            self._exit_reason = str(getattr(end, "description", end))
             calls.cancel_scope.cancel()
-        log.warning("backend_exited", exit=self._link.exit_code)
-        raise BackendExited(self.spec.name, self._exit_reason)
+        if isinstance(end, BackendHung):
+            log.warning("backend_hung", reason=end.description)
+        else:
+            log.warning("backend_exited", exit=self._link.exit_code, reason=self._exit_reason)
+        raise end
+
+    async def _watch_exit(self) -> None:
+        await self._link.exited.wait()
+        self._finish(
+            BackendExited(self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail)))
+        )
+
+    async def _ping(self, client: Client) -> None:
+        """Ping a quiet backend now and then; silence means it hangs and is restarted."""
+        while True:
+            await trio.sleep(PING_INTERVAL)
+            if trio.current_time() - self._last_activity < PING_INTERVAL or self.status.in_flight:
+                continue
+            with trio.move_on_after(PING_TIMEOUT) as waited:
+                await client.send_ping()
+            if waited.cancelled_caught:
+                self._finish(BackendHung(self.spec.name, f"did not answer a ping within {PING_TIMEOUT:g} s"))
+                return
+
+    async def _watch_idle(self, idle_timeout: float) -> None:
+        """Ask to be put to sleep after `idle_timeout` s without calls (lazy backends)."""
+        while True:
+            await trio.sleep_until(self._last_activity + idle_timeout)
+            quiet = trio.current_time() - self._last_activity >= idle_timeout
+            if quiet and self.status.in_flight == 0:
+                log.info("backend_idle", idle_s=idle_timeout)
+                self._on_idle(self.spec.name)
+                return
 
     async def _serve_mailbox(self, client: Client, calls: trio.Nursery) -> None:
         async for msg in self.inbox:
@@ -306,150 +340,6 @@ class BackendActor:
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         self._on_notification(self.spec.name, types.LoggingMessageNotification(params=params))
-
-    # ------------------------------------------- server-to-client, back to origin
-
-    async def _ask_origin(self, method: str, params: Any) -> dict[str, Any] | types.ErrorData:
-        origin = self._calls.latest()
-        if origin is None or origin.ask is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message=f"no client call of server '{self.spec.name}' to route {method} to",
-            )
-        payload = None if params is None else params.model_dump(by_alias=True, mode="json", exclude_none=True)
-        try:
-            return await origin.ask(method, payload)
-        except MCPError as exc:
-            return exc.error
-
-    async def _on_sampling(
-        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData:
-        answer = await self._ask_origin("sampling/createMessage", params)
-        if isinstance(answer, types.ErrorData):
-            return answer
-        return types.CreateMessageResult.model_validate(answer)
-
-    async def _on_elicitation(
-        self, context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult | types.ErrorData:
-        answer = await self._ask_origin("elicitation/create", params)
-        if isinstance(answer, types.ErrorData):
-            return answer
-        return types.ElicitResult.model_validate(answer)
-
-    async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-        answer = await self._ask_origin("roots/list", None)
-        if isinstance(answer, types.ErrorData):
-            return answer
-        return types.ListRootsResult.model_validate(answer)
-
-    # -------------------------------------------------------------------- calls
-
-    async def _handle(self, client: Client, msg: BackendRequest) -> None:
-        call_id = self._calls.add(msg.origin if isinstance(msg, CallTool | ForwardCall) else None)
-        self._set(in_flight=self.status.in_flight + 1, calls_total=self.status.calls_total + 1)
-        started = trio.current_time()
-        answer: outcome.Outcome[Any] | None = None
-        with msg.reply:
-            try:
-                answer = await self._answer(client, msg)
-            except trio.Cancelled:
-                # The incarnation is going away: tell the caller why, not just "gone".
-                if self._exit_reason is not None:
-                    reply_to(msg.reply, outcome.Error(BackendUnavailable(self.spec.name, self._exit_reason)))
-                raise
-            finally:
-                self._calls.origins.pop(call_id, None)
-                self._set(in_flight=max(0, self.status.in_flight - 1))
-            if answer is not None:
-                reply_to(msg.reply, answer)
-            if isinstance(msg, CallTool | ForwardCall):
-                log.info(
-                    "tool_call_finished",
-                    tool=msg.name,
-                    ok=isinstance(answer, outcome.Value),
-                    cancelled=answer is None,
-                    duration_ms=round((trio.current_time() - started) * 1000, 2),
-                )
-
-    async def _answer(self, client: Client, msg: BackendRequest) -> outcome.Outcome[Any] | None:
-        """Run one request; None when its caller cancelled it (nobody is waiting)."""
-        try:
-            with msg.scope, trio.move_on_after(self.spec.timeout) as deadline:
-                return outcome.Value(await self._dispatch(client, msg, deadline))
-            if msg.scope.cancelled_caught:
-                return None
-            return outcome.Error(
-                BackendTimeout(f"server '{self.spec.name}' did not answer within {self.spec.timeout:g} s")
-            )
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                return outcome.Error(await self._unavailable())
-            return outcome.Error(exc)
-        except ForwardLost:
-            return outcome.Error(await self._unavailable())
-        except Exception as exc:  # a broken backend answer must not kill the actor
-            return outcome.Error(exc)
-
-    async def _unavailable(self) -> BackendUnavailable:
-        with trio.move_on_after(1.0):
-            await self._link.exited.wait()
-        return BackendUnavailable(
-            self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail))
-        )
-
-    async def _dispatch(self, client: Client, msg: BackendRequest, deadline: trio.CancelScope) -> Any:
-        session = client.session
-        match msg:
-            case CallTool():
-                sink = msg.progress
-
-                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                    deadline.deadline = trio.current_time() + self.spec.timeout
-                    if sink is not None:
-                        await sink(progress, total, message)
-
-                return await session.call_tool(
-                    msg.name,
-                    msg.arguments,
-                    progress_callback=on_progress,
-                    meta=msg.meta,  # type: ignore[arg-type]
-                    allow_input_required=True,
-                    allow_claimed=True,
-                )
-            case ForwardCall():
-                forwarder = self._link.forwarder
-                if forwarder is None:
-                    raise ForwardLost("the backend is not running")
-                sink = msg.progress
-
-                async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
-                    deadline.deadline = trio.current_time() + self.spec.timeout
-                    if sink is not None:
-                        await sink(progress, total, message)
-
-                params: dict[str, Any] = {"name": msg.name}
-                if msg.arguments is not None:
-                    params["arguments"] = msg.arguments
-                return await forwarder.request(
-                    "tools/call", params, forward_progress if sink is not None else None
-                )
-            case ReadResource():
-                return await session.read_resource(msg.uri)
-            case GetPrompt():
-                return await session.get_prompt(msg.name, msg.arguments)
-            case Complete():
-                return await session.complete(msg.ref, msg.argument, msg.context_arguments)
-            case Subscribe():
-                if msg.subscribe:
-                    await session.subscribe_resource(msg.uri)
-                else:
-                    await session.unsubscribe_resource(msg.uri)
-                return None
-            case SetLevel():
-                await session.set_logging_level(msg.level)
-                return None
 
 
 async def _all_pages(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:

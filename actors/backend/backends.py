@@ -27,8 +27,10 @@ from assern.actors.router.actor import RouterMsg, poke
 from assern.actors.router.catalog import BackendListing
 from assern.supervisor.cell import Cell
 from assern.supervisor.mailbox import open_mailbox, reply_to
+from assern.supervisor.process import PidRegistry
 from assern.supervisor.spec import ChildSpec, Strategy, SupervisorSpec
 from assern.supervisor.supervisor import ChildState, ChildStatus, Supervisor, open_supervisor
+from assern.supervisor.trionics import main_error
 
 log = structlog.get_logger()
 
@@ -66,6 +68,7 @@ class BackendsActor:
         directory: Cell[Directory],
         settled: trio.Event,
         rng: random.Random | None = None,
+        pids: PidRegistry | None = None,
     ) -> None:
         self.inbox = inbox
         self._router = router
@@ -73,8 +76,11 @@ class BackendsActor:
         self.directory = directory
         self.settled = settled
         self._rng = rng
+        self._pids = pids
         self._sup: Supervisor | None = None
-        self._wake_send, self._wake_recv = open_mailbox[str](64)
+        self._nursery: trio.Nursery | None = None
+        #: ("wake" | "idle", server): lifecycle requests from sessions and backend actors
+        self._lifecycle_send, self._lifecycle_recv = open_mailbox[tuple[str, str]](64)
 
     def listings(self) -> list[BackendListing]:
         """Ready backends' listings in configuration order (read by the router)."""
@@ -92,8 +98,8 @@ class BackendsActor:
                 ) as sup,
                 trio.open_nursery() as nursery,
             ):
-                self._sup = sup
-                nursery.start_soon(self._wake_lazy, sup)
+                self._sup, self._nursery = sup, nursery
+                nursery.start_soon(self._lifecycle, sup)
                 task_status.started()
                 async for msg in self.inbox:
                     match msg:
@@ -114,20 +120,26 @@ class BackendsActor:
 
     def _new_handle(self, spec: ServerSpec) -> BackendHandle:
         send, receive = open_mailbox[BackendRequest](BACKEND_MAILBOX)
+
+        def lifecycle(what: str) -> Callable[[str], None]:
+            def request(server: str) -> None:
+                try:
+                    self._lifecycle_send.send_nowait((what, server))
+                except trio.WouldBlock:
+                    pass  # a burst of the same request: one is enough
+
+            return request
+
         actor = BackendActor(
             spec,
             receive,
             on_change=lambda server: poke(self._router, server),
             on_notification=self._on_notification,
+            on_idle=lifecycle("idle"),
+            on_spawn=self._pids.record if self._pids is not None else lambda _server, _pid: None,
         )
-
-        def wake() -> None:
-            try:
-                self._wake_send.send_nowait(spec.name)
-            except trio.WouldBlock:
-                pass
-
-        return BackendHandle(name=spec.name, mailbox=send, actor=actor, wake=wake)
+        wake = lifecycle("wake")
+        return BackendHandle(name=spec.name, mailbox=send, actor=actor, wake=lambda: wake(spec.name))
 
     async def _apply(self, sup: Supervisor, desired: Mapping[str, ServerSpec]) -> None:
         current = dict(self.directory.value)
@@ -151,6 +163,8 @@ class BackendsActor:
             for handle in fresh:
                 if handle.actor.spec.start == "eager":
                     starting.start_soon(sup.start_child, self._child_spec(handle.actor))
+                else:
+                    starting.start_soon(self._probe, handle)
         self.settled.set()
         poke(self._router, "*")
 
@@ -161,12 +175,37 @@ class BackendsActor:
         handle.actor.mark(BackendState.STOPPED)
         self._drain(handle, "it was removed from the configuration")
 
-    async def _wake_lazy(self, sup: Supervisor) -> None:
-        async for name in self._wake_recv:
+    async def _probe(self, handle: BackendHandle) -> None:
+        """Learn a lazy backend's listing with one short start, then let it sleep."""
+        try:
+            await handle.actor.probe()
+        except Exception as exc:
+            log.warning("backend_probe_failed", server=handle.name, error=str(main_error(exc)))
+            handle.actor.mark(BackendState.LAZY, last_error=str(main_error(exc)))
+            return
+        handle.actor.mark(BackendState.LAZY)
+
+    async def _lifecycle(self, sup: Supervisor) -> None:
+        async for what, name in self._lifecycle_recv:
             handle = self.directory.value.get(name)
-            if handle is not None and name not in sup.status():
+            if handle is None:
+                continue
+            running = name in sup.status() and sup.status()[name].state is not ChildState.STOPPED
+            if what == "wake" and not running and handle.status.state is BackendState.LAZY:
                 log.info("backend_lazy_start", server=name)
+                if name in sup.status():
+                    await sup.terminate_child(name)
                 await sup.start_child(self._child_spec(handle.actor))
+            elif what == "idle" and running:
+                log.info("backend_sleep", server=name)
+                handle.actor.mark(BackendState.LAZY)  # first: its listing stays in the catalog
+                await sup.terminate_child(name)
+                if not self._inbox_empty(handle):
+                    handle.wake()  # calls arrived while it was stopping
+
+    @staticmethod
+    def _inbox_empty(handle: BackendHandle) -> bool:
+        return handle.actor.inbox.statistics().current_buffer_used == 0
 
     async def _command(self, sup: Supervisor, msg: ServerCommand) -> str:
         handle = self.directory.value.get(msg.server)
@@ -208,7 +247,13 @@ class BackendsActor:
                 last_exit=error,
                 last_error=error,
             )
-            log.warning("backend_restart_scheduled", server=status.id, restarts=status.restarts)
+            log.warning(
+                "backend_restart_scheduled",
+                server=status.id,
+                restarts=status.restarts + 1,  # the number this restart will be
+                next_restart_at=status.next_restart_at,
+                error=error,
+            )
         elif status.state is ChildState.FAILED:
             actor.mark(BackendState.FAILED, restarts=status.restarts, last_exit=error, last_error=error)
             log.error("backend_failed", server=status.id, restarts=status.restarts, error=error)
@@ -217,6 +262,9 @@ class BackendsActor:
             actor.mark(BackendState.READY, restarts=status.restarts, next_restart_at=None)
         elif status.state is ChildState.STARTING:
             actor.mark(BackendState.STARTING, restarts=status.restarts)
+        elif status.state is ChildState.STOPPED and actor.status.state is BackendState.READY:
+            # Ended by itself and not restarted (a transient or temporary backend).
+            actor.mark(BackendState.STOPPED, last_exit=error)
 
     def _drain(self, handle: BackendHandle, reason: str) -> None:
         """Answer every queued request of a backend that will not serve them."""

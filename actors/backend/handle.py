@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -58,11 +59,18 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         reply.close()
         raise BackendUnavailable(handle.name, "it was removed from the configuration") from None
+    # A request queued for a backend that is not ready waits for its (re)start, but not
+    # forever: the start gets `startup_timeout`, the call its own `timeout`.
+    spec = handle.actor.spec
+    limit = math.inf if status.state is BackendState.READY else spec.startup_timeout + spec.timeout
     try:
-        return await pending.result()
+        with trio.move_on_after(limit):
+            return await pending.result()
     except ActorGone:
         status = handle.status
         raise BackendUnavailable(handle.name, status.last_exit or "it restarted") from None
     except trio.Cancelled:
         msg.scope.cancel()
         raise
+    msg.scope.cancel()
+    raise BackendUnavailable(handle.name, f"it did not become ready within {limit:g} s")

@@ -30,6 +30,8 @@ class Origin:
 class CallTool:
     name: str
     arguments: dict[str, Any] | None
+    #: the client's JSON-RPC id of the request, for the call's log line
+    request_id: str | int | None = None
     meta: dict[str, Any] | None = None
     progress: ProgressSink | None = attrs.field(default=None, repr=False)
     #: cancelled by the caller when its client cancels the request
@@ -44,6 +46,7 @@ class ForwardCall:
 
     name: str
     arguments: dict[str, Any] | None
+    request_id: str | int | None = None
     progress: ProgressSink | None = attrs.field(default=None, repr=False)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     origin: Origin | None = None

@@ -79,7 +79,10 @@ def parse_message(raw: object) -> SessionMessage | Exception:
 
 @contextlib.asynccontextmanager
 async def stdio_transport(
-    spec: ServerSpec, link: ProcessLink, on_stderr: Callable[[str], None]
+    spec: ServerSpec,
+    link: ProcessLink,
+    on_stderr: Callable[[str], None],
+    on_spawn: Callable[[int], None] = lambda _pid: None,
 ) -> AsyncIterator[TransportStreams]:
     """Spawn the backend and yield (read, write) anyio streams of `SessionMessage`.
 
@@ -90,6 +93,7 @@ async def stdio_transport(
     argv = resolve_command(spec)
     process = spawn(argv, env=spec.env, cwd=spec.cwd)
     link.process = process
+    on_spawn(process.pid)  # recorded before anything can go wrong (see PidRegistry)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     out_send, out_recv = trio.open_memory_channel[bytes](64)

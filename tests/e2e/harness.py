@@ -75,3 +75,26 @@ def make_env(tmp_path: Path) -> AssernEnv:
         "ASSERN_PYTHON": sys.executable,
     }
     return AssernEnv(home=home, assern_home=assern_home, work=work, env=env)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for a parent that does not reap counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def find_pids(fragment: str) -> list[int]:
+    """Pids whose command line contains `fragment` (Linux /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if fragment in cmdline and process_alive(int(entry.name)):
+                found.append(int(entry.name))
+    return found

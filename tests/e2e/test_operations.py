@@ -66,6 +66,8 @@ async def test_backend_stderr_becomes_log_events_and_stdout_stays_clean(
     assert calls
     assert calls[0]["server"] == "chatty"
     assert calls[0]["tool"] == "echo"
+    assert str(calls[0]["client"]).startswith("stdio-")
+    assert calls[0]["request_id"] is not None
     assert isinstance(calls[0]["duration_ms"], float)
     assert {"ts", "level", "event", "actor"} <= set(calls[0])
 
@@ -133,17 +135,23 @@ async def test_demo_serves_stdio_when_stdin_is_not_a_terminal(assern_env: Assern
             assert result.content[0].text == "42.0"  # type: ignore[union-attr]
 
 
-def test_the_latency_benchmark_runs(tmp_path: Path) -> None:
+def test_the_benchmark_smoke_run_works(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = subprocess.run(
-        [sys.executable, str(ROOT / "ops" / "bench" / "call_latency.py"), "--smoke", "--json", str(out)],
+        [sys.executable, str(ROOT / "ops" / "bench" / "run.py"), "--smoke", "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(out.read_text())
-    assert report["direct"]["calls"] == 10
-    assert report["assern"]["calls"] == 10
-    assert report["ratio_median"] > 0
-    assert "overhead median" in result.stdout
+    [scenario] = report["scenarios"]
+    assern = scenario["results"]["assern"]
+    assert assern["status"] == "ok", assern
+    assert assern["call"]["direct"]["n"] == 10
+    assert assern["call"]["through"]["n"] == 10
+    assert assern["call"]["ratio_median"] > 0
+    assert assern["throughput"]["through"]["calls"] > 0
+    assert assern["rss"]["aggregator_peak_mb"] > 0
+    assert "failed_calls" in assern["crash"]
+    assert "call overhead, median (us)" in result.stdout

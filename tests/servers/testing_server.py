@@ -20,6 +20,7 @@ Tools (results are a single text content block):
     gate(path)            -> waits until `path` exists (polls every 10 ms), then "opened"
     progress(steps)       -> sends `steps` progress notifications (i of steps, "step i"),
                              then "progressed"
+    ticker(steps, interval) -> the same, `interval` seconds apart ("tick i"), then "ticked"
     wait_cancel(marker)   -> never returns; when cancelled (by notifications/cancelled, or
                              by the shutdown that stdin EOF starts) writes "cancelled" to `marker`
     crash(code)           -> exits the process at once with `code`
@@ -52,6 +53,7 @@ Flags (see `--help`):
     --start-delay SECONDS       wait before serving
     --hang-on-start             answer no request at all, not even initialize
     --crash-on-start            write a line to stderr, then exit 3 at once
+    --crash-on-start-if FILE    the same, but only while FILE exists (starts fine, then fails)
     --modern-only               refuse `initialize`: 2026-07-28 clients only
     --legacy-only               refuse `server/discover`: 2025 handshake clients only
 
@@ -228,6 +230,12 @@ class TestingServer:
                 self.progress,
             ),
             ToolDef(
+                "ticker",
+                "Report `steps` progress notifications `interval` seconds apart, then return `ticked`.",
+                {"steps": "integer", "interval": "number"},
+                self.ticker,
+            ),
+            ToolDef(
                 "wait_cancel",
                 "Wait until cancelled; on cancellation write `cancelled` to the file `marker`.",
                 {"marker": "string"},
@@ -320,6 +328,12 @@ class TestingServer:
             # A no-op when the caller sent no progressToken.
             await ctx.session.report_progress(i, steps, f"step {i}")
         return "progressed"
+
+    async def ticker(self, ctx: Ctx, steps: int, interval: float) -> str:
+        for i in range(1, steps + 1):
+            await anyio.sleep(interval)
+            await ctx.session.report_progress(i, steps, f"tick {i}")
+        return "ticked"
 
     async def wait_cancel(self, ctx: Ctx, marker: str) -> str:
         try:
@@ -557,6 +571,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--hang-on-start", action="store_true", help="never answer any request")
     mode.add_argument("--crash-on-start", action="store_true", help="write to stderr and exit 3 at once")
+    parser.add_argument(
+        "--crash-on-start-if", metavar="FILE", help="crash on start (as --crash-on-start) while FILE exists"
+    )
     mode.add_argument("--modern-only", action="store_true", help="refuse the initialize handshake")
     mode.add_argument("--legacy-only", action="store_true", help="serve only the initialize handshake era")
     return parser.parse_args(argv)
@@ -591,7 +608,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    if args.crash_on_start:
+    if args.crash_on_start or (args.crash_on_start_if and Path(args.crash_on_start_if).exists()):
         print(f"{args.name}: crashing on start as asked", file=sys.stderr, flush=True)
         os._exit(3)
     for i in range(1, args.stderr_lines + 1):

@@ -1,0 +1,218 @@
+"""Serving a backend's mailbox: one task per request, and server-to-client requests
+routed back to the client whose call caused them.
+
+`RequestsMixin` is the request half of `BackendActor` (actor.py holds the lifecycle half);
+the attributes it uses are the actor's own state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import mcp_types as types
+import outcome
+import structlog
+import trio
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+
+from assern.actors.backend.errors import BackendHung, BackendTimeout, describe_exit
+from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.messages import (
+    BackendRequest,
+    BackendUnavailable,
+    CallTool,
+    Complete,
+    ForwardCall,
+    GetPrompt,
+    Origin,
+    ReadResource,
+    SetLevel,
+    Subscribe,
+)
+from assern.actors.backend.status import BackendStatus
+from assern.actors.backend.transport import ProcessLink
+from assern.actors.config.spec import ServerSpec
+from assern.supervisor.mailbox import reply_to
+
+log = structlog.get_logger()
+
+
+@attrs.define(eq=False)
+class CallOrigins:
+    """In-flight calls of one incarnation, for routing server-to-client requests."""
+
+    origins: dict[int, Origin] = attrs.field(factory=dict)
+    next_id: int = 0
+
+    def add(self, origin: Origin | None) -> int:
+        self.next_id += 1
+        if origin is not None:
+            self.origins[self.next_id] = origin
+        return self.next_id
+
+    def latest(self) -> Origin | None:
+        return self.origins[max(self.origins)] if self.origins else None
+
+
+class RequestsMixin:
+    spec: ServerSpec
+    status: BackendStatus
+    _link: ProcessLink
+    _calls: CallOrigins
+    _exit_reason: str | None
+    _last_activity: float
+    _set: Callable[..., None]
+    _finish: Callable[[Exception], None]
+
+    # ------------------------------------------- server-to-client, back to origin
+
+    async def _ask_origin(self, method: str, params: Any) -> dict[str, Any] | types.ErrorData:
+        origin = self._calls.latest()
+        if origin is None or origin.ask is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message=f"no client call of server '{self.spec.name}' to route {method} to",
+            )
+        payload = None if params is None else params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            return await origin.ask(method, payload)
+        except MCPError as exc:
+            return exc.error
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        answer = await self._ask_origin("sampling/createMessage", params)
+        if isinstance(answer, types.ErrorData):
+            return answer
+        return types.CreateMessageResult.model_validate(answer)
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        answer = await self._ask_origin("elicitation/create", params)
+        if isinstance(answer, types.ErrorData):
+            return answer
+        return types.ElicitResult.model_validate(answer)
+
+    async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        answer = await self._ask_origin("roots/list", None)
+        if isinstance(answer, types.ErrorData):
+            return answer
+        return types.ListRootsResult.model_validate(answer)
+
+    # -------------------------------------------------------------------- calls
+
+    async def _handle(self, client: Client, msg: BackendRequest) -> None:
+        call_id = self._calls.add(msg.origin if isinstance(msg, CallTool | ForwardCall) else None)
+        self._last_activity = trio.current_time()
+        self._set(in_flight=self.status.in_flight + 1, calls_total=self.status.calls_total + 1)
+        started = trio.current_time()
+        answer: outcome.Outcome[Any] | None = None
+        with msg.reply:
+            try:
+                answer = await self._answer(client, msg)
+            except trio.Cancelled:
+                # The incarnation is going away: tell the caller why, not just "gone".
+                if self._exit_reason is not None:
+                    reply_to(msg.reply, outcome.Error(BackendUnavailable(self.spec.name, self._exit_reason)))
+                raise
+            finally:
+                self._calls.origins.pop(call_id, None)
+                self._last_activity = trio.current_time()
+                self._set(in_flight=max(0, self.status.in_flight - 1))
+            if answer is not None:
+                reply_to(msg.reply, answer)
+            if isinstance(msg, CallTool | ForwardCall):
+                log.info(
+                    "tool_call_finished",
+                    tool=msg.name,
+                    client=msg.origin.client if msg.origin is not None else None,
+                    request_id=msg.request_id,
+                    ok=isinstance(answer, outcome.Value),
+                    cancelled=answer is None,
+                    duration_ms=round((trio.current_time() - started) * 1000, 2),
+                )
+
+    async def _answer(self, client: Client, msg: BackendRequest) -> outcome.Outcome[Any] | None:
+        """Run one request; None when its caller cancelled it (nobody is waiting)."""
+        try:
+            with msg.scope, trio.move_on_after(self.spec.timeout) as deadline:
+                return outcome.Value(await self._dispatch(client, msg, deadline))
+            if msg.scope.cancelled_caught:
+                return None
+            text = f"did not answer within {self.spec.timeout:g} s"
+            # A backend that lets a call run past its timeout is treated as hung: restarted.
+            self._finish(BackendHung(self.spec.name, f"{text}; restarting it"))
+            return outcome.Error(BackendTimeout(f"server '{self.spec.name}' {text}"))
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                return outcome.Error(await self._unavailable())
+            return outcome.Error(exc)
+        except ForwardLost:
+            return outcome.Error(await self._unavailable())
+        except Exception as exc:  # a broken backend answer must not kill the actor
+            return outcome.Error(exc)
+
+    async def _unavailable(self) -> BackendUnavailable:
+        with trio.move_on_after(1.0):
+            await self._link.exited.wait()
+        return BackendUnavailable(
+            self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail))
+        )
+
+    async def _dispatch(self, client: Client, msg: BackendRequest, deadline: trio.CancelScope) -> Any:
+        session = client.session
+        match msg:
+            case CallTool():
+                sink = msg.progress
+
+                async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                    deadline.deadline = trio.current_time() + self.spec.timeout
+                    if sink is not None:
+                        await sink(progress, total, message)
+
+                return await session.call_tool(
+                    msg.name,
+                    msg.arguments,
+                    progress_callback=on_progress,
+                    meta=msg.meta,  # type: ignore[arg-type]
+                    allow_input_required=True,
+                    allow_claimed=True,
+                )
+            case ForwardCall():
+                forwarder = self._link.forwarder
+                if forwarder is None:
+                    raise ForwardLost("the backend is not running")
+                sink = msg.progress
+
+                async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
+                    deadline.deadline = trio.current_time() + self.spec.timeout
+                    if sink is not None:
+                        await sink(progress, total, message)
+
+                params: dict[str, Any] = {"name": msg.name}
+                if msg.arguments is not None:
+                    params["arguments"] = msg.arguments
+                return await forwarder.request(
+                    "tools/call", params, forward_progress if sink is not None else None
+                )
+            case ReadResource():
+                return await session.read_resource(msg.uri)
+            case GetPrompt():
+                return await session.get_prompt(msg.name, msg.arguments)
+            case Complete():
+                return await session.complete(msg.ref, msg.argument, msg.context_arguments)
+            case Subscribe():
+                if msg.subscribe:
+                    await session.subscribe_resource(msg.uri)
+                else:
+                    await session.unsubscribe_resource(msg.uri)
+                return None
+            case SetLevel():
+                await session.set_logging_level(msg.level)
+                return None

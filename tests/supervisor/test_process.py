@@ -1,0 +1,99 @@
+"""Child processes: own process group, the bounded stop ladder, and the orphan sweep."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+
+from assern.supervisor.process import (
+    PidRegistry,
+    group_members,
+    process_start_time,
+    spawn,
+    stop_process,
+    sweep_orphans,
+)
+
+ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+async def test_a_child_leads_its_own_process_group() -> None:
+    child = spawn(["sleep", "30"], env=ENV)
+    try:
+        assert os.getpgid(child.pid) == child.pid
+        assert os.getpgid(child.pid) != os.getpgid(0)
+    finally:
+        with trio.fail_after(10):
+            await stop_process(child, grace=0.1, term_timeout=1)
+    assert not alive(child.pid)
+
+
+async def test_stdin_eof_is_the_first_rung() -> None:
+    child = spawn(["cat"], env=ENV)  # cat exits on stdin EOF
+    with trio.fail_after(10):
+        assert await stop_process(child, grace=5, term_timeout=5) == 0
+
+
+async def test_a_child_that_ignores_sigterm_is_killed_with_its_group() -> None:
+    script = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "p = subprocess.Popen(['sleep', '60'])\n"
+        "print(p.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    child = spawn([sys.executable, "-c", script], env=ENV)
+    with trio.fail_after(10):
+        line = await child.stdout.receive_some(100)
+        grandchild = int(line.decode().strip())
+        code = await stop_process(child, grace=0.1, term_timeout=0.5)
+    assert code == -signal.SIGKILL
+    with trio.fail_after(5):
+        while alive(grandchild):  # noqa: ASYNC110 - waiting for the kernel to reap
+            await trio.sleep(0.02)
+
+
+def test_the_sweep_kills_groups_of_a_dead_owner_only(tmp_path: Path) -> None:
+    leftover = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    ours = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        # A registry of a dead assern (a pid that cannot be running) ...
+        dead = {
+            "owner": {"pid": 2**22 + 7, "start": 1},
+            "groups": {"x": {"pgid": leftover.pid, "start": process_start_time(leftover.pid)}},
+        }
+        (tmp_path / f"{2**22 + 7}.json").write_text(json.dumps(dead))
+        # ... and the live one of this process.
+        registry = PidRegistry(tmp_path)
+        registry.record("y", ours.pid)
+        assert group_members(leftover.pid) == [leftover.pid]
+
+        killed = sweep_orphans(tmp_path)
+
+        assert killed == [leftover.pid]
+        assert leftover.wait(timeout=5) == -signal.SIGKILL
+        assert ours.poll() is None
+        assert not (tmp_path / f"{2**22 + 7}.json").exists()
+        assert registry.path.exists()
+        registry.record("y", None)
+        assert json.loads(registry.path.read_text())["groups"] == {}
+        registry.close()
+        assert not registry.path.exists()
+    finally:
+        for proc in (leftover, ours):
+            proc.kill()
+            proc.wait()
