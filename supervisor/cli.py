@@ -1,7 +1,13 @@
-"""The command line: `assern` (serve, list, demo) and `assernctl`.
+"""The command line: `assern` (serve, daemon, list, demo) and `assernctl`.
 
 `assern serve` speaks MCP on stdio; nothing but the protocol is ever written to stdout
 while it serves. Human output (list, demo) goes to stdout only in those commands.
+
+`assern serve` shares one instance per resolved configuration (README, "Instance
+sharing"): the election makes it the primary (it detaches into its own session and
+runs the tree) or a proxy (it bridges stdio to the primary's socket and starts nothing).
+The tree and the SDK are imported only by the commands that run them, so a proxy and
+`assernctl` start quickly.
 """
 
 from __future__ import annotations
@@ -13,15 +19,22 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import structlog
 import trio
 
 from assern.actors.config.resolve import default_assern_home, resolve_config
 from assern.actors.config.spec import ConfigError, ResolvedConfig
-from assern.actors.listener.inproc import inproc_client
+from assern.supervisor.instance import InstanceError, sharing_enabled
 from assern.supervisor.logging import configure_logging
-from assern.supervisor.tree import Tree
+
+if TYPE_CHECKING:
+    from assern.supervisor.detach import LauncherLink
+    from assern.supervisor.election import Primary, Proxy
+    from assern.supervisor.tree import Tree
+
+log = structlog.get_logger()
 
 DEMO_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("calc_add", {"a": 2, "b": 40}),
@@ -47,6 +60,10 @@ def _loader(
         return resolve_config(config_path=config, project=project, cwd=cwd, environ=environ, assern_home=home)
 
     return load
+
+
+def _run_dir() -> Path:
+    return default_assern_home(_environ()) / "run"
 
 
 def demo_config_path() -> Path:
@@ -91,7 +108,9 @@ async def _until_listed(tree: Tree) -> None:
 
 
 async def _with_tree(config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Any) -> Any:
-    tree = Tree(config, load, stdio=False, handle_signals=False)
+    from assern.supervisor.tree import Tree
+
+    tree = Tree(config, load, stdio=False, handle_signals=False, run_dir=_run_dir())
     result: Any = None
     async with trio.open_nursery() as nursery:
         await nursery.start(tree.run)
@@ -115,8 +134,92 @@ def _content_text(result: Any) -> str:
 # ----------------------------------------------------------------------- commands
 
 
+def _elect(config: ResolvedConfig) -> Primary | Proxy:
+    """Run the election for `config` (see supervisor/election.py).
+
+    Raises:
+        InstanceError: sharing cannot work here.
+    """
+    from assern.supervisor.election import elect
+
+    environ = _environ()
+    return elect(config, assern_home=default_assern_home(environ), environ=environ)
+
+
+def _proxy(elected: Proxy) -> int:
+    from assern.actors.listener.proxy import bridge
+
+    ended = trio.run(bridge, elected.sock)
+    log.info("proxy_stopped", ended_by=ended, slot=elected.slot.name)
+    if ended == "primary":
+        print("assern: the shared instance closed the connection", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
-    tree = Tree(config, load, stdio=True)
+    from assern.supervisor.detach import detach
+    from assern.supervisor.election import Proxy
+
+    primary: tuple[Primary, LauncherLink] | None = None
+    if sharing_enabled(_environ()):
+        try:
+            elected = _elect(config)
+        except InstanceError as exc:
+            print(f"assern: warning: running without instance sharing: {exc}", file=sys.stderr)
+            log.warning("instance_sharing_unavailable", error=str(exc))
+        else:
+            if isinstance(elected, Proxy):
+                return _proxy(elected)
+            # Fork before anything starts: the tree (and the pid registry) belong to the
+            # primary child; this process only waits for it (supervisor/detach.py).
+            link = detach(elected.forget)
+            if isinstance(link, int):
+                return link
+            log.info("primary_detached", pid=os.getpid(), slot=elected.slot.name)
+            primary = (elected, link)
+    # Imported here, after the fork: the launcher that only waits stays small.
+    from assern.supervisor.tree import Hosting, Tree
+
+    hosting = Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
+    tree = Tree(config, load, stdio=True, run_dir=_run_dir(), hosting=hosting)
+    trio.run(tree.run)
+    return 0
+
+
+def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
+    from assern.supervisor.election import Proxy
+    from assern.supervisor.tree import Hosting, Tree
+
+    if not sharing_enabled(_environ()):
+        print("assern daemon: nothing to do with ASSERN_NO_INSTANCE_SHARING set (no socket)", file=sys.stderr)
+        return 2
+    try:
+        elected = _elect(config)
+    except InstanceError as exc:
+        print(f"assern daemon: {exc}", file=sys.stderr)
+        return 2
+    if isinstance(elected, Proxy):
+        elected.sock.close()
+        print(
+            f"assern daemon: an instance for this configuration already runs (pid {elected.pid}, "
+            f"socket {elected.slot.mcp}); stop it first with `assernctl shutdown`",
+            file=sys.stderr,
+        )
+        return 1
+    print(
+        f"assern daemon: pid {os.getpid()}, MCP socket {elected.slot.mcp}, "
+        f"control socket {elected.slot.control}",
+        file=sys.stderr,
+        flush=True,
+    )
+    tree = Tree(
+        config,
+        load,
+        stdio=False,
+        run_dir=_run_dir(),
+        hosting=Hosting(primary=elected, daemon=True),
+    )
     trio.run(tree.run)
     return 0
 
@@ -154,6 +257,7 @@ async def _list_rows(
 def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     if not sys.stdin.isatty():
         return cmd_serve(args, config, load)
+    from assern.actors.listener.inproc import inproc_client
 
     async def body(tree: Tree) -> None:
         servers = ", ".join(tree.directory.value)
@@ -183,7 +287,8 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="assern", description="One MCP server in front of many.")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
-        ("serve", "serve the aggregate over MCP on stdio"),
+        ("serve", "serve the aggregate over MCP on stdio (shares one instance per configuration)"),
+        ("daemon", "run the shared instance with no stdio client, until `assernctl shutdown` or SIGTERM"),
         ("list", "start the backends, print the aggregated tools, and exit"),
         ("demo", "run on the bundled example backends (serves stdio when stdin is not a terminal)"),
     ):
@@ -209,7 +314,7 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         print(f"assern: warning: {warning}", file=sys.stderr)
     log_dir = default_assern_home(environ) / "logs"
     with configure_logging(log_dir, level=args.log_level):
-        commands = {"serve": cmd_serve, "list": cmd_list, "demo": cmd_demo}
+        commands = {"serve": cmd_serve, "daemon": cmd_daemon, "list": cmd_list, "demo": cmd_demo}
         return commands[args.command](args, config, load)
 
 
@@ -223,12 +328,3 @@ def assernctl_main(argv: Sequence[str] | None = None) -> int:
     from assern.supervisor.ctl import ctl_main
 
     return ctl_main(args)
-
-
-def _passthrough(args: argparse.Namespace) -> list[str]:
-    out: list[str] = []
-    if args.config:
-        out += ["--config", str(args.config)]
-    if args.project:
-        out += ["--project", args.project]
-    return [*out, "--log-level", args.log_level]

@@ -8,9 +8,13 @@ takes the tree down (escalation), a backend never does.
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from collections.abc import Callable
+from pathlib import Path
 
+import attrs
 import mcp_types as types
 import structlog
 import trio
@@ -18,12 +22,19 @@ import trio
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
 from assern.actors.config.spec import ResolvedConfig
-from assern.actors.listener.actor import BackendNote, ListenerActor
+from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
+from assern.actors.listener.control import ControlPlane
+from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.session import SessionContext
+from assern.actors.listener.stdio import release_stdio
 from assern.actors.router.actor import RouterActor, RouterMsg
 from assern.actors.router.catalog import Catalog
 from assern.supervisor.cell import Cell
+from assern.supervisor.detach import FAILED, STAYING, STOPPED, LauncherLink
+from assern.supervisor.election import Primary
+from assern.supervisor.instance import InstanceLock, assern_version, fingerprint
 from assern.supervisor.mailbox import open_mailbox
+from assern.supervisor.process import PidRegistry, sweep_orphans
 from assern.supervisor.spec import ChildKind, ChildSpec, Restart, RestartPolicy, Strategy, SupervisorSpec
 from assern.supervisor.supervisor import open_supervisor
 
@@ -34,8 +45,27 @@ _CORE_POLICY = RestartPolicy(
 )
 
 
+@attrs.frozen(kw_only=True, eq=False)
+class Hosting:
+    """How a primary is reached besides its stdio, and whom it answers to.
+
+    Attributes:
+        primary: The sockets this process won at the election.
+        daemon: Stay up with no client at all (`assern daemon`).
+        launcher: The link to the launcher of a detached primary (`assern serve`).
+    """
+
+    primary: Primary
+    daemon: bool = False
+    launcher: LauncherLink | None = None
+
+
 class Tree:
-    """Everything one running assern holds: cells, mailboxes and the four core actors."""
+    """Everything one running assern holds: cells, mailboxes and the four core actors.
+
+    With `hosting`, the tree is a primary: the listener also serves the MCP and control
+    sockets, and the tree stops when its last client is gone (a daemon: when told to).
+    """
 
     def __init__(
         self,
@@ -44,8 +74,14 @@ class Tree:
         *,
         stdio: bool = True,
         handle_signals: bool = True,
+        run_dir: Path | None = None,
+        hosting: Hosting | None = None,
     ) -> None:
         self.handle_signals = handle_signals
+        self.hosting = hosting
+        self.started_at = time.time()
+        # The process groups this instance starts, for the sweep after a kill -9 of it.
+        self.pids = PidRegistry(run_dir / "pids") if run_dir is not None else None
         self.config = Cell(config)
         self.catalog: Cell[Catalog] = Cell(Catalog())
         self.directory: Cell[Directory] = Cell({})
@@ -64,6 +100,7 @@ class Tree:
             on_notification=self._note,
             directory=self.directory,
             settled=self.settled,
+            pids=self.pids,
         )
         self.config_actor = ConfigActor(
             config_recv, load=load, current=self.config, backends=self.backends_send
@@ -80,7 +117,55 @@ class Tree:
             settled=self.settled,
             list_wait=min(10.0, max((s.startup_timeout for s in config.servers.values()), default=1.0)),
         )
-        self.listener = ListenerActor(self.shared, notes_recv, stdio=stdio, on_stdio_closed=self.shutdown)
+        launcher = hosting.launcher if hosting is not None else None
+        self.listener = ListenerActor(
+            self.shared,
+            notes_recv,
+            stdio=stdio,
+            on_stdio_closed=self._stdio_closed,
+            on_idle=self.shutdown,
+            on_staying=self._staying,
+            stdio_gone=launcher.gone if launcher is not None else None,
+            sockets=self._socket_service(hosting) if hosting is not None else None,
+        )
+
+    def _socket_service(self, hosting: Hosting) -> SocketService:
+        primary = hosting.primary
+        info = InstanceInfo(
+            pid=os.getpid(),
+            slot=primary.slot.name,
+            mcp_socket=str(primary.slot.mcp),
+            control_socket=str(primary.slot.control),
+            started_at=self.started_at,
+            daemon=hosting.daemon,
+            version=assern_version(),
+        )
+        plane = ControlPlane(
+            info=info,
+            shared=self.shared,
+            config=self.config,
+            fingerprint=fingerprint,
+            clients=lambda: self.listener.client_views(),
+            reload_error=lambda: self.config_actor.reload_error,
+            backends=self.backends_send,
+            reload=self.reload_and_wait,
+            shutdown=self.shutdown,
+        )
+        return SocketService(
+            mcp=primary.mcp,
+            control=primary.control,
+            plane=plane,
+            lock=lambda: InstanceLock(primary.lock).hold(),
+            linger=hosting.daemon,
+        )
+
+    def _stdio_closed(self) -> None:
+        if self.hosting is not None and self.hosting.launcher is not None:
+            release_stdio()  # a detached primary must not hold its gone client's pipes
+
+    def _staying(self) -> None:
+        if self.hosting is not None and self.hosting.launcher is not None:
+            self.hosting.launcher.release(STAYING)
 
     def _note(self, server: str, note: types.ServerNotification) -> None:
         try:
@@ -89,7 +174,12 @@ class Tree:
             log.warning("backend_notification_dropped", server=server, method=note.method)
 
     def shutdown(self) -> None:
-        """Stop the whole tree (graceful: every backend gets its stop ladder)."""
+        """Stop the whole tree (graceful: every backend gets its stop ladder).
+
+        A primary first withdraws its sockets, so no new client reaches a stopping tree.
+        """
+        if self.hosting is not None:
+            self.hosting.primary.withdraw()
         self._cancel.cancel()
 
     def reload(self, reason: str = "requested") -> None:
@@ -97,6 +187,27 @@ class Tree:
             self.config_send.send_nowait(Reload(reason=reason))
         except trio.WouldBlock:
             pass  # a reload is already queued
+
+    async def reload_and_wait(self, limit: float = 30.0) -> str | None:
+        """Reload now and wait for the outcome.
+
+        Returns:
+            None once the new configuration is in force, else why it is not (the
+            running configuration stays).
+        """
+        version = self.config.version
+        await self.config_send.send(Reload(reason="assernctl reload"))
+        with trio.move_on_after(limit):
+            while True:
+                if self.config.version != version:
+                    return None
+                # The config actor took the message and is back at its mailbox: done.
+                stats = self.config_send.statistics()
+                error = self.config_actor.reload_error
+                if error is not None and stats.current_buffer_used == 0 and stats.tasks_waiting_receive:
+                    return error
+                await trio.sleep(0.02)
+        return f"the reload did not finish within {limit:g} s"
 
     async def _signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -124,7 +235,12 @@ class Tree:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run until `shutdown()` (stdio closed, a signal) or an escalated failure."""
         with structlog.contextvars.bound_contextvars(actor="root"):
-            log.info("assern_starting", servers=list(self.config.value.servers))
+            log.info("assern_starting", servers=list(self.config.value.servers), pid=os.getpid())
+            if self.pids is not None:
+                swept = sweep_orphans(self.pids.path.parent)
+                if swept:
+                    log.warning("orphans_swept", pids=swept)
+            clean = False
             try:
                 with self._cancel:
                     async with trio.open_nursery() as nursery:
@@ -136,6 +252,13 @@ class Tree:
                         ):
                             task_status.started()
                             await trio.sleep_forever()
+                clean = True
             finally:
+                if self.pids is not None:
+                    self.pids.close()
+                if self.hosting is not None:
+                    self.hosting.primary.withdraw()
+                    if self.hosting.launcher is not None:
+                        self.hosting.launcher.release(STOPPED if clean else FAILED)
                 self.stopped.set()
                 log.info("assern_stopped")

@@ -1,24 +1,40 @@
 """The listener: accepts clients and runs one MCP server session per connection.
 
-It also fans backend notifications (resource updates, log messages) out to the
-connected clients. Connections live in their own nursery, apart from the accept loops.
+Clients come over stdio and, on a primary, over its MCP Unix socket; `assernctl` comes
+over the control socket. The listener also fans backend notifications (resource
+updates, log messages) out to the connected clients, and decides when a primary may
+stop: once its stdio client left and no socket client remains (never for a daemon).
+Stopping then happens under the instance lock, after one last look at the backlog, so
+a proxy that connected just before is served rather than dropped.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+import os
+import socket
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 
 import attrs
 import mcp_types as types
 import structlog
 import trio
 
-from assern.actors.listener.jsonl import jsonl_streams
+from assern.actors.listener import control_protocol as proto
+from assern.actors.listener.control import ControlPlane, serve_control
+from assern.actors.listener.jsonl import error_line, jsonl_streams
+from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.listener.stdio import claim_stdio
+from assern.actors.listener.unix_socket import UnixListener, peer_credentials, refuse
 
 log = structlog.get_logger()
+
+#: JSON-RPC error code of the line a refused MCP socket peer gets before the hang-up.
+REFUSED = -32001
+
+Serve = Callable[[socket.socket], Awaitable[None]]
 
 
 @attrs.frozen(kw_only=True)
@@ -27,7 +43,45 @@ class BackendNote:
     note: types.ServerNotification
 
 
+@attrs.frozen(kw_only=True, eq=False)
+class SocketService:
+    """A primary's sockets and how it may stop serving them.
+
+    Attributes:
+        mcp: The MCP socket (newline-delimited JSON-RPC, like stdio).
+        control: The control socket (`assernctl`).
+        plane: What the control commands act on.
+        lock: Takes the instance lock (the one starts hold while they elect a primary).
+        linger: Stay up with no client at all (`assern daemon`).
+    """
+
+    mcp: UnixListener
+    control: UnixListener
+    plane: ControlPlane
+    lock: Callable[[], AbstractAsyncContextManager[None]]
+    linger: bool = False
+
+    def withdraw(self) -> None:
+        """Remove both socket files and stop listening (idempotent)."""
+        self.mcp.withdraw()
+        self.control.withdraw()
+
+
 class ListenerActor:
+    """Serves stdio, socket and control clients; knows when nobody is left.
+
+    Args:
+        shared: What every client session reads.
+        notes: Backend notifications to fan out.
+        stdio: Serve our own stdin/stdout as a client.
+        on_stdio_closed: Called once the stdio client is gone.
+        on_idle: Called when the last client is gone and no new one can come: stop.
+        on_staying: Called when the stdio client left but socket clients keep us up.
+        stdio_gone: Returns when the stdio client is known to be gone even though its
+            pipes may still be open (the launcher of a detached primary exited).
+        sockets: A primary's sockets, or None for an isolated instance.
+    """
+
     def __init__(
         self,
         shared: SessionContext,
@@ -35,21 +89,54 @@ class ListenerActor:
         *,
         stdio: bool = True,
         on_stdio_closed: Callable[[], None] = lambda: None,
+        on_idle: Callable[[], None] = lambda: None,
+        on_staying: Callable[[], None] = lambda: None,
+        stdio_gone: Callable[[], Awaitable[None]] | None = None,
+        sockets: SocketService | None = None,
     ) -> None:
         self.shared = shared
         self.notes = notes
         self.stdio = stdio
+        self.sockets = sockets
         self._on_stdio_closed = on_stdio_closed
+        self._on_idle = on_idle
+        self._on_staying = on_staying
+        self._stdio_gone = stdio_gone
         self.connections: dict[str, ClientConnection] = {}
         self._ids = itertools.count(1)
+        self._stdio_done = trio.Event()
+        #: MCP socket clients accepted and not yet gone (counted from the accept on)
+        self._socket_clients = 0
+        self._clients_changed = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # ------------------------------------------------------------------ running
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with structlog.contextvars.bound_contextvars(actor="listener"):
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(self._fan_out)
                 if self.stdio:
                     nursery.start_soon(self._serve_stdio)
+                if self.sockets is not None:
+                    nursery.start_soon(self._accept, self.sockets.mcp, self._serve_socket)
+                    nursery.start_soon(self._accept, self.sockets.control, self._serve_control)
+                if self.stdio or self.sockets is not None:
+                    nursery.start_soon(self._lifetime)
                 task_status.started()
+
+    def client_views(self) -> list[ClientView]:
+        """The connected MCP clients, for status."""
+        return [
+            ClientView(
+                id=connection.client_id,
+                kind=connection.client_id.rsplit("-", 1)[0],
+                name=connection.client_name,
+                connected_at=connection.connected_at,
+            )
+            for connection in self.connections.values()
+        ]
 
     async def serve_connection(
         self, kind: str, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream
@@ -64,11 +151,110 @@ class ListenerActor:
         finally:
             del self.connections[client_id]
 
+    # -------------------------------------------------------------------- stdio
+
     async def _serve_stdio(self) -> None:
-        with claim_stdio() as (stdin, stdout):
-            await self.serve_connection("stdio", stdin, stdout)
+        if self._stdio_done.is_set():
+            return  # a restarted listener: the stdio client left before
+        async with trio.open_nursery() as nursery:
+            if self._stdio_gone is not None:
+                nursery.start_soon(self._end_stdio_when_gone, nursery.cancel_scope)
+            with claim_stdio() as (stdin, stdout):
+                await self.serve_connection("stdio", stdin, stdout)
+            nursery.cancel_scope.cancel()
         log.info("stdio_closed")
+        self._stdio_done.set()
         self._on_stdio_closed()
+
+    async def _end_stdio_when_gone(self, scope: trio.CancelScope) -> None:
+        assert self._stdio_gone is not None
+        await self._stdio_gone()
+        log.info("launcher_gone")
+        scope.cancel()
+
+    # ------------------------------------------------------------------ sockets
+
+    async def _accept(self, listener: UnixListener, serve: Serve) -> None:
+        control = self.sockets is not None and listener is self.sockets.control
+        while (sock := await listener.accept()) is not None:
+            self._admit(sock, serve, control=control)
+            await trio.lowlevel.checkpoint()
+
+    def _admit(self, sock: socket.socket, serve: Serve, *, control: bool) -> None:
+        """Check the peer's uid and start serving it (synchronously counted)."""
+        try:
+            uid, pid = peer_credentials(sock)
+        except OSError:
+            uid = pid = None
+        if uid != os.getuid():
+            kind = "control" if control else "mcp"
+            log.warning("connection_refused", socket=kind, peer_uid=uid, peer_pid=pid)
+            message = f"refused: this assern serves uid {os.getuid()} only"
+            if control:
+                refuse(sock, proto.error_line(None, proto.FORBIDDEN, message))
+            else:
+                refuse(sock, error_line(None, REFUSED, message))
+            return
+        assert self._nursery is not None
+        if not control:
+            self._socket_clients += 1
+            self._note_clients()
+        self._nursery.start_soon(serve, sock)
+
+    def _note_clients(self) -> None:
+        changed, self._clients_changed = self._clients_changed, trio.Event()
+        changed.set()
+
+    async def _serve_socket(self, sock: socket.socket) -> None:
+        try:
+            stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+            async with stream:
+                await self.serve_connection("socket", stream, stream)
+        finally:
+            self._socket_clients -= 1
+            self._note_clients()
+
+    async def _serve_control(self, sock: socket.socket) -> None:
+        assert self.sockets is not None
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+        async with stream:
+            with structlog.contextvars.bound_contextvars(client="control"):
+                await serve_control(self.sockets.plane, stream)
+
+    # ----------------------------------------------------------------- lifetime
+
+    async def _lifetime(self) -> None:
+        """Call `on_idle` once no client is left and none can come; never for a daemon."""
+        if self.stdio:
+            await self._stdio_done.wait()
+        sockets = self.sockets
+        if sockets is None:
+            self._on_idle()
+            return
+        if sockets.linger:
+            return
+        while True:
+            if self._socket_clients:
+                self._on_staying()
+                log.info("instance_staying", socket_clients=self._socket_clients)
+            while self._socket_clients:
+                await self._clients_changed.wait()
+            if await self._retire(sockets):
+                log.info("instance_idle")
+                self._on_idle()
+                return
+
+    async def _retire(self, sockets: SocketService) -> bool:
+        """Withdraw the sockets unless a client arrived meanwhile; True when withdrawn."""
+        async with sockets.lock():
+            for sock in sockets.mcp.accept_pending():
+                self._admit(sock, self._serve_socket, control=False)
+            if self._socket_clients:
+                return False
+            sockets.withdraw()
+            return True
+
+    # ------------------------------------------------------------ notifications
 
     async def _fan_out(self) -> None:
         async for item in self.notes:

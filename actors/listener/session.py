@@ -9,6 +9,7 @@ calls go straight to the owning backend's mailbox: the router is not on the call
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,6 +36,7 @@ from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import BackendUnavailable, Origin
 from assern.actors.backend.status import BackendState
 from assern.actors.listener.jsonl import SendRaw
+from assern.actors.listener.stats import CallStats
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
 from assern.supervisor.cell import Cell
@@ -60,6 +62,8 @@ class SessionContext:
     initialize_wait: float = 5.0
     server_name: str = "assern"
     instructions: str | None = None
+    #: recent call latencies per backend, recorded by every connection (for status)
+    stats: CallStats = attrs.field(factory=CallStats, eq=False)
 
 
 def _error(exc: BackendUnavailable | Exception) -> MCPError:
@@ -87,6 +91,9 @@ class ClientConnection:
         #: raw-lane calls in flight, by the client's request id (for its cancellations)
         self._forwarded: dict[str | int, trio.CancelScope] = {}
         self._seen_version = shared.catalog.version
+        #: when the client connected (epoch seconds) and the name it gave at initialize
+        self.connected_at = time.time()
+        self.client_name: str | None = None
         self.server = self._build_server()
 
     # ------------------------------------------------------------------ server
@@ -142,6 +149,10 @@ class ClientConnection:
     async def _capture_session(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
+        if ctx.method == "initialize":
+            info = (ctx.params or {}).get("clientInfo")
+            if isinstance(info, Mapping) and isinstance(info.get("name"), str):
+                self.client_name = info["name"]
         if ctx.method == "initialize" and self._init_options is not None:
             # Decided at the handshake from the backends known then (see `capabilities`);
             # a client that connects while they start waits briefly for them.
@@ -240,19 +251,26 @@ class ClientConnection:
                 await send_raw(json.dumps(note).encode() + b"\n")
 
         origin = self._origin(self._session, None)
+        started = trio.current_time()
         try:
             with scope:
                 try:
                     result = await request(
                         handle,
                         lambda reply: msgs.ForwardCall(
-                            name=name, arguments=arguments, progress=progress, origin=origin, reply=reply
+                            name=name,
+                            arguments=arguments,
+                            request_id=request_id,
+                            progress=progress,
+                            origin=origin,
+                            reply=reply,
                         ),
                     )
                     line = {"jsonrpc": "2.0", "id": request_id, "result": result}
                 except Exception as exc:
                     error = _error(exc).error.model_dump(mode="json", exclude_none=True)
                     line = {"jsonrpc": "2.0", "id": request_id, "error": error}
+                self._record_call(handle.name, started)
                 await send_raw(json.dumps(line).encode() + b"\n")
         finally:
             del self._forwarded[request_id]
@@ -332,6 +350,26 @@ class ClientConnection:
         await self._wait_settled(self.shared.list_wait)
         return self.shared.catalog.value
 
+    def _down_owner(self, name: str) -> BackendUnavailable | None:
+        """Why a name that carries a down server's prefix cannot be called, if it does."""
+        owners = [
+            handle
+            for server, handle in self.shared.directory().items()
+            if name.startswith(naming.server_prefix(server) + "_") and handle.actor.listing is None
+        ]
+        if not owners:
+            return None
+        status = max(owners, key=lambda h: len(h.name)).status
+        if status.state is BackendState.FAILED:
+            reason = f"it failed after {status.restarts} restarts ({status.last_error})"
+        else:
+            reason = f"it is {status.state.value}" + (f" ({status.last_error})" if status.last_error else "")
+        return BackendUnavailable(status.server, reason)
+
+    def _record_call(self, server: str, started: float) -> None:
+        """Count one finished call (answered or failed) in the latency window."""
+        self.shared.stats.record(server, (trio.current_time() - started) * 1000)
+
     def _handle(self, server: str) -> BackendHandle:
         handle = self.shared.directory().get(server)
         if handle is None:
@@ -391,6 +429,9 @@ class ClientConnection:
                     "exposes only the tools in its `allowed` list.",
                     data={"tool": params.name, "server": server},
                 )
+            down = self._down_owner(params.name)
+            if down is not None:
+                raise _error(down)
             suggestions = suggest_tools(catalog, params.name)
             raise MCPError(
                 code=types.INVALID_PARAMS,
@@ -413,19 +454,24 @@ class ClientConnection:
 
         handle = self._handle(route.server)
         origin = self._origin(ctx.session, ctx.request_id)
+        started = trio.current_time()
         try:
-            return await request(
+            result: types.CallToolResult = await request(
                 handle,
                 lambda reply: msgs.CallTool(
                     name=route.original,
                     arguments=params.arguments,
+                    request_id=ctx.request_id,
                     progress=progress,
                     origin=origin,
                     reply=reply,
                 ),
             )
         except (BackendUnavailable, Exception) as exc:
+            self._record_call(handle.name, started)
             raise _error(exc) from None
+        self._record_call(handle.name, started)
+        return result
 
     # -------------------------------------------------------------- resources
 

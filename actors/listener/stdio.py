@@ -2,6 +2,8 @@
 
 While serving, fd 0 reads the null device and fd 1 writes to stderr, so nothing else in
 the process (a library's print, a child that inherits them) can corrupt the MCP wire.
+A primary that keeps serving socket clients after its own stdio client left lets go of
+the standard descriptors altogether (`release_stdio`).
 """
 
 from __future__ import annotations
@@ -23,9 +25,14 @@ def claim_stdio() -> Iterator[tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStre
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
+    stdin, stdout = trio.lowlevel.FdStream(wire_in), trio.lowlevel.FdStream(wire_out)
     try:
-        yield trio.lowlevel.FdStream(wire_in), trio.lowlevel.FdStream(wire_out)
+        yield stdin, stdout
     finally:
+        # Our copies of the wire go now: a primary that outlives its stdio client must
+        # not keep that client's pipes open.
+        stdin.close()
+        stdout.close()
         # FdStream made the shared descriptions non-blocking; a terminal must not stay so.
         for fd in (saved_in, saved_out):
             with contextlib.suppress(OSError):
@@ -34,3 +41,17 @@ def claim_stdio() -> Iterator[tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStre
         os.dup2(saved_out, 1)
         os.close(saved_in)
         os.close(saved_out)
+
+
+def release_stdio() -> None:
+    """Point fds 0, 1 and 2 at the null device (the process outlives its stdio client).
+
+    Afterwards nothing in this process holds the client's pipes, and a stray write to
+    stderr cannot fail with a broken pipe.
+    """
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+    finally:
+        os.close(null)
