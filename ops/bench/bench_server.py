@@ -1,6 +1,10 @@
-"""A fast MCP server for benchmarks: `echo` plus N cheap numbered tools, over stdio.
+"""A fast MCP server for benchmarks: `echo`, `sleep` and cheap numbered tools, over stdio.
 
-python ops/bench/bench_server.py --tools 10
+    python ops/bench/bench_server.py --tools 10 --name b01
+
+`--tools N` is the total number of tools (`echo`, `sleep`, then `tool_01` …); `--name` is
+the server name it reports at initialize (so name hooks such as ClientSessionGroup's can
+prefix by it) and lets the harness find this process among an aggregator's children.
 """
 
 from __future__ import annotations
@@ -13,40 +17,54 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
 
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
-def build(tool_count: int) -> Server[Any]:
+
+def build(tool_count: int, name: str) -> Server[Any]:
     tools = [
         types.Tool(
             name="echo",
             description="Return the text unchanged.",
             input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-        )
+        ),
+        types.Tool(
+            name="sleep",
+            description="Wait `ms` milliseconds, then answer (an in-flight call for crash tests).",
+            input_schema={"type": "object", "properties": {"ms": {"type": "integer"}}},
+        ),
     ] + [
         types.Tool(
             name=f"tool_{i:02d}",
             description=f"Numbered tool {i}: returns its own name.",
-            input_schema={"type": "object", "properties": {}},
+            input_schema=EMPTY_SCHEMA,
         )
-        for i in range(1, tool_count)
+        for i in range(1, tool_count - 1)
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        text = (params.arguments or {}).get("text", params.name) if params.name == "echo" else params.name
+        arguments = params.arguments or {}
+        text: object = params.name
+        if params.name == "echo":
+            text = arguments.get("text", "")
+        elif params.name == "sleep":
+            await anyio.sleep(int(arguments.get("ms", 0)) / 1000)
         return types.CallToolResult(content=[types.TextContent(type="text", text=str(text))])
 
-    return Server("bench", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(name, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def main(tool_count: int) -> None:
-    server = build(tool_count)
+async def main(tool_count: int, name: str) -> None:
+    server = build(tool_count, name)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("--tools", type=int, default=10)
-    anyio.run(main, parser.parse_args().tools, backend="trio")
+    parser.add_argument("--tools", type=int, default=10, help="total number of tools (at least 2)")
+    parser.add_argument("--name", default="bench", help="server name reported at initialize")
+    args = parser.parse_args()
+    anyio.run(main, max(2, args.tools), args.name, backend="trio")

@@ -1,0 +1,173 @@
+"""Process facts from /proc (Linux): descendants, resident memory, identities.
+
+A process is identified by (pid, start time) so that a recycled pid is never mistaken
+for one we started. Nothing here signals a process that is not such an identity.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterable
+from pathlib import Path
+
+import attrs
+import trio
+
+PROC = Path("/proc")
+
+
+@attrs.frozen
+class Ident:
+    pid: int
+    start: int  # clock ticks since boot (/proc/PID/stat field 22)
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its end.
+    return text[text.rindex(")") + 2 :].split()
+
+
+def ident(pid: int) -> Ident | None:
+    fields = _stat_fields(pid)
+    return Ident(pid, int(fields[19])) if fields else None
+
+
+def alive(who: Ident) -> bool:
+    fields = _stat_fields(who.pid)
+    return fields is not None and int(fields[19]) == who.start and fields[0] != "Z"
+
+
+def cmdline(pid: int) -> list[str]:
+    try:
+        raw = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name))
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    return children
+
+
+def descendants(root: int) -> list[int]:
+    """Every live descendant of `root` (not `root` itself), parents before children."""
+    children = _children_map()
+    found: list[int] = []
+    todo = list(children.get(root, ()))
+    while todo:
+        pid = todo.pop(0)
+        found.append(pid)
+        todo.extend(children.get(pid, ()))
+    return found
+
+
+def _status_kb(pid: int, key: str) -> int:
+    try:
+        for line in (PROC / str(pid) / "status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def rss_kb(pid: int) -> int:
+    return _status_kb(pid, "VmRSS")
+
+
+def peak_rss_kb(pid: int) -> int:
+    """The kernel's high-water mark of the process's resident set (VmHWM)."""
+    return _status_kb(pid, "VmHWM")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used so far (0 when it is gone)."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0.0
+    # utime and stime are fields 14 and 15 of /proc/PID/stat; `fields` starts at field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def find_backend(root: int, name: str) -> int | None:
+    """The pid of the bench backend started with `--name NAME` under `root`, if any."""
+    for pid in descendants(root):
+        argv = cmdline(pid)
+        if any(arg.endswith("bench_server.py") for arg in argv) and _flag(argv, "--name") == name:
+            return pid
+    return None
+
+
+def _flag(argv: list[str], flag: str) -> str | None:
+    for i, arg in enumerate(argv[:-1]):
+        if arg == flag:
+            return argv[i + 1]
+    return None
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+class TreeWatch:
+    """Samples a process tree's resident memory and remembers every member it saw.
+
+    `peak_tree_kb` is the largest sum of VmRSS over the root and its descendants at one
+    sampling instant (every `interval` s while `run` runs).
+    """
+
+    def __init__(self, root: int, interval: float = 0.1) -> None:
+        self.root = root
+        self.interval = interval
+        self.peak_tree_kb = 0
+        self.seen: dict[int, Ident] = {}
+        self.sample()
+
+    def sample(self) -> None:
+        members = [self.root, *descendants(self.root)]
+        for pid in members:
+            if pid not in self.seen and (who := ident(pid)) is not None:
+                self.seen[pid] = who
+        self.peak_tree_kb = max(self.peak_tree_kb, sum(rss_kb(pid) for pid in members))
+
+    async def run(self) -> None:
+        while True:
+            self.sample()
+            await trio.sleep(self.interval)
+
+    def survivors(self) -> list[Ident]:
+        return [who for who in self.seen.values() if alive(who)]
+
+
+async def reap(members: Iterable[Ident], grace: float) -> list[Ident]:
+    """Wait up to `grace` s for `members` to exit, then SIGKILL the ones left.
+
+    Returns the members that were still alive when the grace ran out.
+    """
+    members = list(members)
+    with trio.move_on_after(grace):
+        # Polling /proc: the members are not our children, there is nothing to wait on.
+        while any(alive(who) for who in members):  # noqa: ASYNC110
+            await trio.sleep(0.05)
+    left = [who for who in members if alive(who)]
+    for who in left:
+        try:
+            os.kill(who.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return left

@@ -1,0 +1,320 @@
+"""The printed report: one table per backend count, one row per measure, and the targets.
+
+Columns are the aggregators, then `direct` where a measure has a direct counterpart.
+A direct figure is measured in alternation with each aggregator, so the direct column
+shows the range over those pairs; every ratio uses its own aggregator's pair.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+LABEL = 44
+COLUMN = 13
+
+Getter = Callable[[Mapping[str, Any]], Any]
+
+
+class Missing(Exception):
+    """The figure is not in this result (not measured, or its step failed)."""
+
+
+def dig(result: Mapping[str, Any], *path: str) -> Any:
+    node: Any = result
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            raise Missing(".".join(path))
+        node = node[key]
+        if isinstance(node, Mapping) and "error" in node:
+            raise Missing(f"{key}: {node['error']}")
+    return node
+
+
+def number(value: Any, digits: int) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float) and math.isnan(value):
+        return "n/a"
+    return f"{value:,.{digits}f}" if digits else f"{value:,.0f}"
+
+
+def fig(*path: str, digits: int = 2, scale: float = 1.0) -> Getter:
+    def get(result: Mapping[str, Any]) -> str:
+        value = dig(result, *path)
+        return number(None if value is None else value * scale, digits)
+
+    return get
+
+
+def crash_recovery(result: Mapping[str, Any]) -> str:
+    crash = dig(result, "crash")
+    if crash.get("recovered_s") is None:
+        return f"never ≤{crash['bound_s']:g}s"
+    return f"{crash['recovered_s']:.2f}"
+
+
+def crash_in_flight(result: Mapping[str, Any]) -> str:
+    return str(dig(result, "crash", "in_flight")).split(":")[0]
+
+
+def crash_others(result: Mapping[str, Any]) -> str:
+    others = dig(result, "crash", "other_backend_calls")
+    if others is None:
+        return "n/a (K=1)"
+    return f"{others['failed']}/{others['ok'] + others['failed']}"
+
+
+def sharing(key: str) -> Getter:
+    def get(result: Mapping[str, Any]) -> str:
+        share = dig(result, "sharing")
+        status = str(share.get("status", ""))
+        if status == "ok":
+            return f"{share[key]:.3f}"
+        return "not measured" if status.startswith("not measured") else "n/a"
+
+    return get
+
+
+#: (label, figure of an aggregator, figure of the direct path or None)
+ROWS: Sequence[tuple[str, Getter, Getter | None]] = (
+    ("initialize answered after spawn (s)", fig("initialize_s", digits=3), None),
+    ("all backends' tools visible (s)", fig("all_visible_s", digits=3), None),
+    ("aggregator CPU until then (s)", fig("cpu_until_visible_s", digits=2), None),
+    ("tools/list median (ms)", fig("list", "median_ms", digits=3), None),
+    ("tools/list p99 (ms)", fig("list", "p99_ms", digits=3), None),
+    ("tools/list result (bytes)", fig("list_bytes", digits=0), None),
+    ("tools/list, client's own parse (ms)", fig("list_client_parse", "median_ms", digits=3), None),
+    (
+        "call median (ms)",
+        fig("call", "through", "median_ms", digits=3),
+        fig("call", "direct", "median_ms", digits=3),
+    ),
+    ("call p99 (ms)", fig("call", "through", "p99_ms", digits=3), fig("call", "direct", "p99_ms", digits=3)),
+    ("call ratio, median (x direct)", fig("call", "ratio_median"), None),
+    ("call ratio, p99 (x direct)", fig("call", "ratio_p99"), None),
+    ("call overhead, median (us)", fig("call", "overhead_median_us", digits=0), None),
+    ("call overhead, p99 (us)", fig("call", "overhead_p99_us", digits=0), None),
+    ("aggregator CPU per call, sequential (us)", fig("call", "aggregator_cpu_per_call_us", digits=0), None),
+    (
+        "throughput, 32 in flight (calls/s)",
+        fig("throughput", "through", "calls_per_s", digits=0),
+        fig("throughput", "direct", "calls_per_s", digits=0),
+    ),
+    ("throughput ratio (x direct)", fig("throughput", "ratio"), None),
+    (
+        "aggregator CPU per call, 32 in flight (us)",
+        fig("throughput", "aggregator_cpu_per_call_us", digits=0),
+        None,
+    ),
+    ("RSS peak, aggregator process (MB)", fig("rss", "aggregator_peak_mb", digits=1), None),
+    ("RSS peak, whole tree (MB)", fig("rss", "tree_peak_mb", digits=1), None),
+    ("crash: the in-flight call", crash_in_flight, None),
+    ("crash: failed calls to it", fig("crash", "failed_calls", digits=0), None),
+    ("crash: answers again after (s)", crash_recovery, None),
+    ("crash: other backend, failed/all", crash_others, None),
+    ("processes left 2 s after stop", fig("leftover_processes", digits=0), None),
+    ("sharing: 2nd serve initialize (s)", sharing("initialize_s"), None),
+    ("sharing: 2nd serve tools/list (s)", sharing("tools_list_s"), None),
+)
+
+
+def cell(getter: Getter, result: Mapping[str, Any], notes: list[str], where: str) -> str:
+    try:
+        return str(getter(result))
+    except Missing as missing:
+        text = str(missing)
+        if ": " in text:
+            notes.append(f"{where}: {text}")
+            return "error"
+        return "n/a"
+
+
+def direct_cell(getter: Getter, results: Sequence[Mapping[str, Any]]) -> str:
+    values = []
+    for result in results:
+        try:
+            values.append(getter(result))
+        except Missing:
+            continue
+    if not values:
+        return ""
+    low, high = min(values, key=_sort_key), max(values, key=_sort_key)
+    return low if low == high else f"{low}–{high}"
+
+
+def _sort_key(text: str) -> float:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return math.inf
+
+
+def scenario_table(scenario: Mapping[str, Any], names: Sequence[str], notes: list[str]) -> list[str]:
+    results = scenario["results"]
+    header = f"{scenario['label']}".ljust(LABEL) + "".join(n.rjust(COLUMN) for n in [*names, "direct"])
+    lines = [
+        header,
+        "-" * len(header),
+    ]
+    statuses = [str(results.get(n, {}).get("status", "not run")) for n in names]
+    if any(status != "ok" for status in statuses):
+        lines.append(
+            "status".ljust(LABEL)
+            + "".join(("ok" if s == "ok" else "see note").rjust(COLUMN) for s in statuses)
+        )
+        notes.extend(
+            f"{scenario['label']}, {n}: {s}" for n, s in zip(names, statuses, strict=True) if s != "ok"
+        )
+    for label, getter, direct in ROWS:
+        cells = [
+            cell(getter, results[n], notes, f"{scenario['label']}, {n}, {label}")
+            if n in results
+            else "not run"
+            for n in names
+        ]
+        if all(c in ("n/a", "not run") for c in cells):
+            continue
+        direct_text = direct_cell(direct, [results[n] for n in names if n in results]) if direct else ""
+        lines.append(label.ljust(LABEL) + "".join(c.rjust(COLUMN) for c in [*cells, direct_text]))
+    lines.append(
+        f"(load average {scenario['loadavg_before']} before, {scenario['loadavg_after']} after; "
+        f"{scenario['seconds']:.0f} s)"
+    )
+    return lines
+
+
+# --------------------------------------------------------------------- targets
+
+
+def _assern(scenario: Mapping[str, Any]) -> Mapping[str, Any]:
+    return scenario["results"].get("assern", {})
+
+
+def _scenario(run: Mapping[str, Any], backends: int, tools: int) -> Mapping[str, Any] | None:
+    return next(
+        (s for s in run["scenarios"] if s["backends"] == backends and s["tools_per_backend"] == tools), None
+    )
+
+
+def _safe(getter: Callable[[], Any]) -> Any:
+    try:
+        return getter()
+    except (Missing, KeyError, TypeError):
+        return None
+
+
+def targets(run: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
+    """The issue-6 targets for assern: (target, measured, met), None when not measured."""
+    out: list[tuple[str, str, bool | None]] = []
+    main = _scenario(run, 20, 10)
+    scenarios = [s for s in run["scenarios"] if "assern" in s["results"]]
+    if main is not None and "assern" in main["results"]:
+        a = _assern(main)
+        med = _safe(lambda: dig(a, "call", "overhead_median_us"))
+        p99 = _safe(lambda: dig(a, "call", "overhead_p99_us"))
+        ratio = _safe(lambda: dig(a, "throughput", "ratio"))
+        listed = _safe(lambda: dig(a, "list", "median_ms"))
+        out.append(
+            (
+                "call overhead ≤ 500 us median at K=20",
+                number(med, 0) + " us",
+                None if med is None else med <= 500,
+            )
+        )
+        out.append(
+            (
+                "call overhead ≤ 2000 us p99 at K=20",
+                number(p99, 0) + " us",
+                None if p99 is None else p99 <= 2000,
+            )
+        )
+        out.append(
+            (
+                "throughput ≥ 0.8x direct at K=20",
+                number(ratio, 2) + "x",
+                None if ratio is None else ratio >= 0.8,
+            )
+        )
+        out.append(
+            (
+                "tools/list ≤ 2 ms median at K=20",
+                number(listed, 3) + " ms",
+                None if listed is None else listed <= 2,
+            )
+        )
+    lists = [(s["label"], _safe(lambda s=s: dig(_assern(s), "list", "median_ms"))) for s in scenarios]
+    lists = [(label, v) for label, v in lists if v is not None]
+    if len(lists) > 1:
+        low, high = min(v for _, v in lists), max(v for _, v in lists)
+        text = ", ".join(
+            f"{label.split(' x ')[0]}x{label.split(' x ')[1].split()[0]}: {v:.3f}" for label, v in lists
+        )
+        out.append(("tools/list flat in K (max ≤ 2x min)", text + " ms", high <= 2 * low))
+    inits = [_safe(lambda s=s: dig(_assern(s), "initialize_s")) for s in scenarios]
+    inits = [v for v in inits if v is not None]
+    if inits:
+        out.append(("initialize ≤ 0.3 s after spawn, any K", f"max {max(inits):.3f} s", max(inits) <= 0.3))
+    for s in scenarios:
+        mine = _safe(lambda s=s: dig(_assern(s), "all_visible_s"))
+        theirs = [
+            v
+            for n in ("fastmcp", "magg")
+            if n in s["results"]
+            and (v := _safe(lambda n=n, s=s: dig(s["results"][n], "all_visible_s"))) is not None
+        ]
+        if mine is not None and theirs:
+            out.append(
+                (
+                    f"all visible no later than best peer, {s['label']}",
+                    f"{mine:.2f} s vs {min(theirs):.2f} s",
+                    mine <= min(theirs),
+                )
+            )
+    rss = [_safe(lambda s=s: dig(_assern(s), "rss", "aggregator_peak_mb")) for s in scenarios]
+    rss = [v for v in rss if v is not None]
+    if rss:
+        out.append(("aggregator RSS ≤ 60 MB", f"max {max(rss):.1f} MB", max(rss) <= 60))
+    for s in scenarios:
+        crash = _safe(lambda s=s: dig(_assern(s), "crash"))
+        if crash is None:
+            continue
+        others = crash.get("other_backend_calls") or {"failed": 0}
+        met = crash["failed_calls"] <= 1 and crash["recovered_s"] is not None and others["failed"] == 0
+        back = "never" if crash["recovered_s"] is None else f"{crash['recovered_s']:.2f} s"
+        out.append(
+            (
+                f"killed backend costs ≤ the in-flight call, {s['label']}",
+                f"{crash['failed_calls']} failed, back after {back}, others failed {others['failed']}",
+                met,
+            )
+        )
+    return out
+
+
+def render(run: Mapping[str, Any]) -> str:
+    meta = run["meta"]
+    names = list(run["aggregators"])
+    lines = [
+        f"assern benchmark, {meta['started']}: {meta['machine']}, Python {meta['python']}, mcp {meta['mcp']}",
+        f"load average {meta['loadavg_before']} at the start, {meta['loadavg_after']} at the end; "
+        f"{meta['seconds']:.0f} s in all",
+        "",
+        "aggregators:",
+        *(f"  {name}: {status}" for name, status in run["peers"].items()),
+        "cuts:",
+        *(f"  {cut}" for cut in meta["cuts"]),
+    ]
+    notes: list[str] = []
+    for scenario in run["scenarios"]:
+        lines += ["", *scenario_table(scenario, names, notes)]
+    checks = targets(run)
+    if checks:
+        lines += ["", "issue-6 targets for assern:"]
+        for target, measured, met in checks:
+            verdict = "not measured" if met is None else ("met" if met else "MISSED")
+            lines.append(f"  {verdict:<12} {target}: {measured}")
+    if notes:
+        lines += ["", "notes:", *(f"  {note}" for note in notes)]
+    return "\n".join(lines)
