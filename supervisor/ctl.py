@@ -434,15 +434,24 @@ def cmd_call(args: argparse.Namespace) -> int:
     return _print_call_result(outcome["result"])
 
 
-def cmd_server(args: argparse.Namespace) -> int:
+_FAILED = object()
+
+
+def _ask(args: argparse.Namespace, command: str, *, failure: str = "", **fields: Any) -> Any:
+    """One command to the running instance; prints why and returns `_FAILED` when it fails."""
     try:
         instance = _require(args)
-        result = request(instance.slot.control, args.command, server=args.server, timeout=None)
+        return request(instance.slot.control, command, **fields)
     except LookupError as exc:
         print(f"assernctl: {exc.args[0]}", file=sys.stderr)
-        return 1
     except ControlError as exc:
-        print(f"assernctl: {exc.message}", file=sys.stderr)
+        print(f"assernctl: {failure}{exc.message}", file=sys.stderr)
+    return _FAILED
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    result = _ask(args, args.command, server=args.server, timeout=None)
+    if result is _FAILED:
         return 1
     if args.json:
         _print_json(result)
@@ -452,14 +461,8 @@ def cmd_server(args: argparse.Namespace) -> int:
 
 
 def cmd_reload(args: argparse.Namespace) -> int:
-    try:
-        instance = _require(args)
-        result = request(instance.slot.control, "reload", timeout=60.0)
-    except LookupError as exc:
-        print(f"assernctl: {exc.args[0]}", file=sys.stderr)
-        return 1
-    except ControlError as exc:
-        print(f"assernctl: reload failed, the running configuration stays:\n{exc.message}", file=sys.stderr)
+    result = _ask(args, "reload", timeout=60.0, failure="reload failed, the running configuration stays:\n")
+    if result is _FAILED:
         return 1
     if args.json:
         _print_json(result)
@@ -484,14 +487,8 @@ def _alive(pid: int) -> bool:
 
 
 def cmd_shutdown(args: argparse.Namespace) -> int:
-    try:
-        instance = _require(args)
-        result = request(instance.slot.control, "shutdown")
-    except LookupError as exc:
-        print(f"assernctl: {exc.args[0]}", file=sys.stderr)
-        return 1
-    except ControlError as exc:
-        print(f"assernctl: {exc.message}", file=sys.stderr)
+    result = _ask(args, "shutdown")
+    if result is _FAILED:
         return 1
     pid = result.get("pid")
     deadline = time.monotonic() + SHUTDOWN_WAIT

@@ -4,17 +4,16 @@ Every connected client gets its own `ClientConnection` (and its own SDK `Server`
 handlers are bound to it), so server-to-client requests of a backend go back to the
 client whose call caused them. Lists are served from the router's immutable catalog;
 calls go straight to the owning backend's mailbox: the router is not on the call path.
+The request handlers live in handlers.py, the raw tools/call lane in raw_lane.py.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import attrs
 import mcp_types as types
 import structlog
 import trio
@@ -29,54 +28,23 @@ from mcp.shared.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
-from mcp_types import PROTOCOL_VERSION_META_KEY
 
-from assern.actors.backend import messages as msgs
-from assern.actors.backend.handle import BackendHandle, request
+from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable, Origin
 from assern.actors.backend.status import BackendState
+from assern.actors.listener.context import UNAVAILABLE, Directory, SessionContext, to_mcp_error
+from assern.actors.listener.handlers import HandlersMixin
 from assern.actors.listener.jsonl import SendRaw
-from assern.actors.listener.stats import CallStats
+from assern.actors.listener.raw_lane import RawLaneMixin
 from assern.actors.router import naming
-from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
-from assern.supervisor.cell import Cell
+from assern.actors.router.catalog import Catalog
+
+__all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_mcp_error"]
 
 log = structlog.get_logger()
 
-UNAVAILABLE = -32003  # server-defined JSON-RPC error: the owning backend cannot answer
 
-Directory = Callable[[], Mapping[str, BackendHandle]]
-
-
-@attrs.frozen(kw_only=True)
-class SessionContext:
-    """What every client connection reads: published snapshots, never mutable state."""
-
-    catalog: Cell[Catalog]
-    directory: Directory
-    #: set once every eager backend had its first start attempt (ready or not)
-    settled: trio.Event
-    #: how long a list request waits for slow-starting backends before answering
-    list_wait: float = 10.0
-    #: how long `initialize` waits for starting backends, so capabilities are known
-    initialize_wait: float = 5.0
-    server_name: str = "assern"
-    instructions: str | None = None
-    #: recent call latencies per backend, recorded by every connection (for status)
-    stats: CallStats = attrs.field(factory=CallStats, eq=False)
-
-
-def _error(exc: BackendUnavailable | Exception) -> MCPError:
-    if isinstance(exc, MCPError):
-        return exc
-    if isinstance(exc, BackendUnavailable):
-        return MCPError(code=UNAVAILABLE, message=str(exc), data={"server": exc.server})
-    if type(exc).__name__ == "BackendTimeout":
-        return MCPError(code=types.REQUEST_TIMEOUT, message=str(exc))
-    return MCPError(code=types.INTERNAL_ERROR, message=f"backend error: {exc}")
-
-
-class ClientConnection:
+class ClientConnection(HandlersMixin, RawLaneMixin):
     """The per-client state: its id, the session captured for notifications, subscriptions."""
 
     def __init__(self, client_id: str, shared: SessionContext) -> None:
@@ -180,100 +148,6 @@ class ClientConnection:
             finally:
                 self._send_raw = self._nursery = None
                 log.info("client_disconnected")
-
-    # --------------------------------------------------------------- raw lane
-
-    def intercept(self, raw: Any) -> bool:
-        """Take a tools/call (or its cancellation) off the wire before the SDK sees it.
-
-        Only on an initialized handshake-era connection, for a known tool whose backend
-        offers the raw lane; anything else (errors included) goes the SDK way. The
-        result is forwarded as the backend wrote it, without re-validating models.
-        """
-        if not isinstance(raw, dict):
-            return False
-        method = raw.get("method")
-        if method == "notifications/cancelled":
-            params = raw.get("params")
-            request_id = params.get("requestId") if isinstance(params, dict) else None
-            scope = self._forwarded.get(request_id) if isinstance(request_id, str | int) else None
-            if scope is None:
-                return False
-            scope.cancel()
-            return True
-        if method != "tools/call" or self._session is None or self._nursery is None:
-            return False
-        request_id = raw.get("id")
-        params = raw.get("params")
-        if (
-            not isinstance(request_id, str | int)
-            or isinstance(request_id, bool)
-            or not isinstance(params, dict)
-        ):
-            return False
-        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
-        if not isinstance(name, str) or not isinstance(arguments, dict | None):
-            return False
-        if meta is not None and (not isinstance(meta, dict) or PROTOCOL_VERSION_META_KEY in meta):
-            return False
-        route = self.shared.catalog.value.tools.get(name)
-        handle = self.shared.directory().get(route.server) if route is not None else None
-        if route is None or handle is None or not handle.actor.fast_path or request_id in self._forwarded:
-            return False
-        token = meta.get("progressToken") if meta else None
-        scope = self._forwarded[request_id] = trio.CancelScope()
-        self._nursery.start_soon(
-            self._forward_call, request_id, route.original, handle, arguments, token, scope
-        )
-        return True
-
-    async def _forward_call(
-        self,
-        request_id: str | int,
-        name: str,
-        handle: BackendHandle,
-        arguments: dict[str, Any] | None,
-        token: str | int | None,
-        scope: trio.CancelScope,
-    ) -> None:
-        send_raw = self._send_raw
-        assert send_raw is not None
-        progress = None
-        if token is not None and isinstance(token, str | int):
-
-            async def progress(p: float, total: float | None, message: str | None) -> None:
-                params: dict[str, Any] = {"progressToken": token, "progress": p}
-                if total is not None:
-                    params["total"] = total
-                if message is not None:
-                    params["message"] = message
-                note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-                await send_raw(json.dumps(note).encode() + b"\n")
-
-        origin = self._origin(self._session, None)
-        started = trio.current_time()
-        try:
-            with scope:
-                try:
-                    result = await request(
-                        handle,
-                        lambda reply: msgs.ForwardCall(
-                            name=name,
-                            arguments=arguments,
-                            request_id=request_id,
-                            progress=progress,
-                            origin=origin,
-                            reply=reply,
-                        ),
-                    )
-                    line = {"jsonrpc": "2.0", "id": request_id, "result": result}
-                except Exception as exc:
-                    error = _error(exc).error.model_dump(mode="json", exclude_none=True)
-                    line = {"jsonrpc": "2.0", "id": request_id, "error": error}
-                self._record_call(handle.name, started)
-                await send_raw(json.dumps(line).encode() + b"\n")
-        finally:
-            del self._forwarded[request_id]
 
     # ----------------------------------------------------------- notifications
 
@@ -404,209 +278,3 @@ class ClientConnection:
             return result.model_dump(by_alias=True, mode="json", exclude_none=True)
 
         return Origin(client=self.client_id, ask=ask)
-
-    # ------------------------------------------------------------------ tools
-
-    async def _list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        catalog = await self._settled_catalog()
-        return types.ListToolsResult(tools=catalog.tool_list)
-
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        catalog = self.shared.catalog.value
-        route = catalog.tools.get(params.name)
-        if route is None and not self.shared.settled.is_set():
-            route = (await self._settled_catalog()).tools.get(params.name)
-        if route is None:
-            if params.name in catalog.hidden:
-                server = catalog.hidden[params.name]
-                raise MCPError(
-                    code=types.INVALID_PARAMS,
-                    message=f"Tool '{params.name}' is not allowed: server '{server}' "
-                    "exposes only the tools in its `allowed` list.",
-                    data={"tool": params.name, "server": server},
-                )
-            down = self._down_owner(params.name)
-            if down is not None:
-                raise _error(down)
-            suggestions = suggest_tools(catalog, params.name)
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=unknown_tool_message(params.name, suggestions),
-                data={
-                    "tool": params.name,
-                    "suggestions": list(suggestions.close),
-                    "servers": [server for server, _ in suggestions.same_base],
-                },
-            )
-        token = (params.meta or {}).get("progress_token")
-        progress = None
-        if token is not None:
-            session, request_id = ctx.session, ctx.request_id
-
-            async def progress(p: float, total: float | None, message: str | None) -> None:
-                await session.send_progress_notification(
-                    token, p, total, message, related_request_id=request_id
-                )
-
-        handle = self._handle(route.server)
-        origin = self._origin(ctx.session, ctx.request_id)
-        started = trio.current_time()
-        try:
-            result: types.CallToolResult = await request(
-                handle,
-                lambda reply: msgs.CallTool(
-                    name=route.original,
-                    arguments=params.arguments,
-                    request_id=ctx.request_id,
-                    progress=progress,
-                    origin=origin,
-                    reply=reply,
-                ),
-            )
-        except (BackendUnavailable, Exception) as exc:
-            self._record_call(handle.name, started)
-            raise _error(exc) from None
-        self._record_call(handle.name, started)
-        return result
-
-    # -------------------------------------------------------------- resources
-
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourcesResult:
-        catalog = await self._settled_catalog()
-        return types.ListResourcesResult(resources=[r.resource for r in catalog.resources.values()])
-
-    async def _list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListResourceTemplatesResult:
-        catalog = await self._settled_catalog()
-        return types.ListResourceTemplatesResult(resource_templates=[t.template for t in catalog.templates])
-
-    def _resource_owner(self, uri: str) -> tuple[str, str]:
-        catalog = self.shared.catalog.value
-        route = catalog.resources.get(uri)
-        if route is not None:
-            return route.server, route.original
-        found = naming.split_resource_uri(uri, set(self.shared.directory()))
-        if found is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown resource '{uri}': assern resources look like assern://SERVER/ORIGINAL-URI",
-                data={"uri": uri},
-            )
-        return found
-
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
-        server, original = self._resource_owner(str(params.uri))
-        try:
-            result: types.ReadResourceResult = await request(
-                self._handle(server), lambda reply: msgs.ReadResource(uri=original, reply=reply)
-            )
-        except Exception as exc:
-            raise _error(exc) from None
-        contents = [
-            c.model_copy(update={"uri": naming.resource_uri(server, str(c.uri))}) for c in result.contents
-        ]
-        return result.model_copy(update={"contents": contents})
-
-    async def _subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
-    ) -> types.EmptyResult:
-        await self._set_subscription(str(params.uri), True)
-        return types.EmptyResult()
-
-    async def _unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
-    ) -> types.EmptyResult:
-        await self._set_subscription(str(params.uri), False)
-        return types.EmptyResult()
-
-    async def _set_subscription(self, uri: str, on: bool) -> None:
-        server, original = self._resource_owner(uri)
-        try:
-            await request(
-                self._handle(server),
-                lambda reply: msgs.Subscribe(uri=original, subscribe=on, reply=reply),
-            )
-        except Exception as exc:
-            raise _error(exc) from None
-        if on:
-            self._subscriptions.add(uri)
-        else:
-            self._subscriptions.discard(uri)
-
-    # ---------------------------------------------------------------- prompts
-
-    async def _list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListPromptsResult:
-        catalog = await self._settled_catalog()
-        return types.ListPromptsResult(prompts=[p.prompt for p in catalog.prompts.values()])
-
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
-        catalog = await self._settled_catalog()
-        route = catalog.prompts.get(params.name)
-        if route is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown prompt '{params.name}'. Known prompts: "
-                + (", ".join(catalog.prompts) or "none"),
-                data={"prompt": params.name},
-            )
-        try:
-            return await request(
-                self._handle(route.server),
-                lambda reply: msgs.GetPrompt(name=route.original, arguments=params.arguments, reply=reply),
-            )
-        except Exception as exc:
-            raise _error(exc) from None
-
-    async def _complete(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
-    ) -> types.CompleteResult:
-        ref = params.ref
-        if isinstance(ref, types.PromptReference):
-            route = self.shared.catalog.value.prompts.get(ref.name)
-            if route is None:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt '{ref.name}'")
-            server, backend_ref = route.server, ref.model_copy(update={"name": route.original})
-        else:
-            server, original = self._resource_owner(ref.uri)
-            backend_ref = ref.model_copy(update={"uri": original})
-        context = params.context.arguments if params.context is not None else None
-        try:
-            return await request(
-                self._handle(server),
-                lambda reply: msgs.Complete(
-                    ref=backend_ref,
-                    argument={"name": params.argument.name, "value": params.argument.value},
-                    context_arguments=context,
-                    reply=reply,
-                ),
-            )
-        except Exception as exc:
-            raise _error(exc) from None
-
-    # ---------------------------------------------------------------- logging
-
-    async def _set_level(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
-    ) -> types.EmptyResult:
-        for handle in self.shared.directory().values():
-            caps = handle.actor.listing.capabilities if handle.actor.listing else None
-            if caps is None or caps.logging is None:
-                continue
-            try:
-                await request(handle, lambda reply: msgs.SetLevel(level=params.level, reply=reply))
-            except Exception as exc:
-                log.warning("set_level_failed", server=handle.name, error=str(exc))
-        return types.EmptyResult()

@@ -1,0 +1,48 @@
+"""What every client connection shares: published snapshots and the error mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import attrs
+import mcp_types as types
+import trio
+from mcp.shared.exceptions import MCPError
+
+from assern.actors.backend.handle import BackendHandle
+from assern.actors.backend.messages import BackendUnavailable
+from assern.actors.listener.stats import CallStats
+from assern.actors.router.catalog import Catalog
+from assern.supervisor.cell import Cell
+
+UNAVAILABLE = -32003  # server-defined JSON-RPC error: the owning backend cannot answer
+
+Directory = Callable[[], Mapping[str, BackendHandle]]
+
+
+@attrs.frozen(kw_only=True)
+class SessionContext:
+    """What every client connection reads: published snapshots, never mutable state."""
+
+    catalog: Cell[Catalog]
+    directory: Directory
+    #: set once every eager backend had its first start attempt (ready or not)
+    settled: trio.Event
+    #: how long a list request waits for slow-starting backends before answering
+    list_wait: float = 10.0
+    #: how long `initialize` waits for starting backends, so capabilities are known
+    initialize_wait: float = 5.0
+    server_name: str = "assern"
+    instructions: str | None = None
+    #: recent call latencies per backend, recorded by every connection (for status)
+    stats: CallStats = attrs.field(factory=CallStats, eq=False)
+
+
+def to_mcp_error(exc: BackendUnavailable | Exception) -> MCPError:
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(exc, BackendUnavailable):
+        return MCPError(code=UNAVAILABLE, message=str(exc), data={"server": exc.server})
+    if type(exc).__name__ == "BackendTimeout":
+        return MCPError(code=types.REQUEST_TIMEOUT, message=str(exc))
+    return MCPError(code=types.INTERNAL_ERROR, message=f"backend error: {exc}")

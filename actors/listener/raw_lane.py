@@ -1,0 +1,127 @@
+"""The raw lane: tools/call forwarded as JSON without re-validating models.
+
+`RawLaneMixin` is the part of `ClientConnection` that takes a tools/call (and its
+cancellation) off the wire before the SDK sees it. It uses the connection's own state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+import trio
+from mcp_types import PROTOCOL_VERSION_META_KEY
+
+from assern.actors.backend import messages as msgs
+from assern.actors.backend.handle import BackendHandle, request
+from assern.actors.backend.messages import Origin
+from assern.actors.listener.context import SessionContext, to_mcp_error
+from assern.actors.listener.jsonl import SendRaw
+
+log = structlog.get_logger()
+
+
+class RawLaneMixin:
+    shared: SessionContext
+    _session: Any
+    _nursery: trio.Nursery | None
+    _send_raw: SendRaw | None
+    _forwarded: dict[str | int, trio.CancelScope]
+    _origin: Callable[[Any, Any], Origin]
+    _record_call: Callable[[str, float], None]
+
+    # --------------------------------------------------------------- raw lane
+
+    def intercept(self, raw: Any) -> bool:
+        """Take a tools/call (or its cancellation) off the wire before the SDK sees it.
+
+        Only on an initialized handshake-era connection, for a known tool whose backend
+        offers the raw lane; anything else (errors included) goes the SDK way. The
+        result is forwarded as the backend wrote it, without re-validating models.
+        """
+        if not isinstance(raw, dict):
+            return False
+        method = raw.get("method")
+        if method == "notifications/cancelled":
+            params = raw.get("params")
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            scope = self._forwarded.get(request_id) if isinstance(request_id, str | int) else None
+            if scope is None:
+                return False
+            scope.cancel()
+            return True
+        if method != "tools/call" or self._session is None or self._nursery is None:
+            return False
+        request_id = raw.get("id")
+        params = raw.get("params")
+        if (
+            not isinstance(request_id, str | int)
+            or isinstance(request_id, bool)
+            or not isinstance(params, dict)
+        ):
+            return False
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return False
+        if meta is not None and (not isinstance(meta, dict) or PROTOCOL_VERSION_META_KEY in meta):
+            return False
+        route = self.shared.catalog.value.tools.get(name)
+        handle = self.shared.directory().get(route.server) if route is not None else None
+        if route is None or handle is None or not handle.actor.fast_path or request_id in self._forwarded:
+            return False
+        token = meta.get("progressToken") if meta else None
+        scope = self._forwarded[request_id] = trio.CancelScope()
+        self._nursery.start_soon(
+            self._forward_call, request_id, route.original, handle, arguments, token, scope
+        )
+        return True
+
+    async def _forward_call(
+        self,
+        request_id: str | int,
+        name: str,
+        handle: BackendHandle,
+        arguments: dict[str, Any] | None,
+        token: str | int | None,
+        scope: trio.CancelScope,
+    ) -> None:
+        send_raw = self._send_raw
+        assert send_raw is not None
+        progress = None
+        if token is not None and isinstance(token, str | int):
+
+            async def progress(p: float, total: float | None, message: str | None) -> None:
+                params: dict[str, Any] = {"progressToken": token, "progress": p}
+                if total is not None:
+                    params["total"] = total
+                if message is not None:
+                    params["message"] = message
+                note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
+                await send_raw(json.dumps(note).encode() + b"\n")
+
+        origin = self._origin(self._session, None)
+        started = trio.current_time()
+        try:
+            with scope:
+                try:
+                    result = await request(
+                        handle,
+                        lambda reply: msgs.ForwardCall(
+                            name=name,
+                            arguments=arguments,
+                            request_id=request_id,
+                            progress=progress,
+                            origin=origin,
+                            reply=reply,
+                        ),
+                    )
+                    line = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                except Exception as exc:
+                    error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
+                    line = {"jsonrpc": "2.0", "id": request_id, "error": error}
+                self._record_call(handle.name, started)
+                await send_raw(json.dumps(line).encode() + b"\n")
+        finally:
+            del self._forwarded[request_id]
