@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -24,11 +24,18 @@ import trio
 _PR_SET_PDEATHSIG = 1
 
 
-def _parent_death_hook(parent_pid: int) -> None:
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once in the parent (never in a freshly forked child)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return ctypes.CDLL(None, use_errno=True).prctl  # the libc already loaded into us
+
+
+def _parent_death_hook(parent_pid: int, prctl: Callable[..., int] | None) -> None:
     """Runs in the child between fork and exec: die with SIGTERM when assern dies."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if prctl is not None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         os._exit(1)
 
@@ -80,7 +87,7 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
     Synchronous on purpose (see the module docstring); a fork and exec take a few ms.
     Raises OSError (e.g. FileNotFoundError) when the command cannot be started.
     """
-    parent = os.getpid()
+    parent, prctl = os.getpid(), _prctl()
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
@@ -93,7 +100,7 @@ def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=lambda: _parent_death_hook(parent),
+            preexec_fn=lambda: _parent_death_hook(parent, prctl),
             close_fds=True,
         )
     except BaseException:

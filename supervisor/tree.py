@@ -28,6 +28,7 @@ from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
 from assern.actors.router.actor import RouterActor, RouterMsg
+from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.catalog import Catalog
 from assern.supervisor.cell import Cell
 from assern.supervisor.detach import FAILED, STAYING, STOPPED, LauncherLink
@@ -105,16 +106,25 @@ class Tree:
         self.config_actor = ConfigActor(
             config_recv, load=load, current=self.config, backends=self.backends_send
         )
+        # What each backend offered when it last ran: known at a client's initialize
+        # before the backends are ready again (see actors/router/capabilities.py).
+        self.capabilities = (
+            CapabilityCache(run_dir.parent / "cache" / "capabilities.json") if run_dir is not None else None
+        )
         self.router = RouterActor(
             router_recv,
             self.catalog,
             listings=self.backends.listings,
             settings=lambda: self.config.value.settings,
+            specs=lambda: self.config.value.servers,
+            capability_cache=self.capabilities,
         )
         self.shared = SessionContext(
             catalog=self.catalog,
             directory=lambda: self.directory.value,
             settled=self.settled,
+            initialize_wait=config.settings.initialize_wait,
+            remembered=self._remembered_capabilities,
             list_wait=min(10.0, max((s.startup_timeout for s in config.servers.values()), default=1.0)),
         )
         launcher = hosting.launcher if hosting is not None else None
@@ -166,6 +176,16 @@ class Tree:
     def _staying(self) -> None:
         if self.hosting is not None and self.hosting.launcher is not None:
             self.hosting.launcher.release(STAYING)
+
+    def _remembered_capabilities(self) -> dict[str, types.ServerCapabilities]:
+        if self.capabilities is None:
+            return {}
+        found = {}
+        for name, spec in self.config.value.servers.items():
+            caps = self.capabilities.get(spec)
+            if caps is not None:
+                found[name] = caps
+        return found
 
     def _note(self, server: str, note: types.ServerNotification) -> None:
         try:

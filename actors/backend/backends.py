@@ -90,25 +90,39 @@ class BackendsActor:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with structlog.contextvars.bound_contextvars(actor="backends"):
-            async with (
-                open_supervisor(
-                    SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=None),
-                    rng=self._rng,
-                    on_change=self._child_changed,
-                ) as sup,
-                trio.open_nursery() as nursery,
-            ):
-                self._sup, self._nursery = sup, nursery
-                nursery.start_soon(self._lifecycle, sup)
-                task_status.started()
-                async for msg in self.inbox:
-                    match msg:
-                        case DesiredSet():
-                            await self._apply(sup, msg.specs)
-                        case ServerCommand():
-                            reply_to(msg.reply, await outcome.acapture(self._command, sup, msg))
-                            msg.reply.close()
-                nursery.cancel_scope.cancel()
+            async with open_supervisor(
+                SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=None),
+                rng=self._rng,
+                on_change=self._child_changed,
+            ) as sup:
+                try:
+                    async with trio.open_nursery() as nursery:
+                        self._sup, self._nursery = sup, nursery
+                        nursery.start_soon(self._lifecycle, sup)
+                        task_status.started()
+                        async for msg in self.inbox:
+                            match msg:
+                                case DesiredSet():
+                                    await self._apply(sup, msg.specs)
+                                case ServerCommand():
+                                    reply_to(msg.reply, await outcome.acapture(self._command, sup, msg))
+                                    msg.reply.close()
+                        nursery.cancel_scope.cancel()
+                finally:
+                    await self._stop_all(sup)
+
+    async def _stop_all(self, sup: Supervisor) -> None:
+        """Stop every backend at once (each with its own bounded stop ladder).
+
+        Backends are independent of each other, so unlike core actors they need no
+        reverse-order shutdown; stopping twenty one after another would outlast the
+        grace period a client gives assern itself.
+        """
+        with trio.CancelScope(shield=True), trio.move_on_after(15):
+            try:
+                await sup.terminate_children(sup.child_ids())
+            except trio.ClosedResourceError:
+                pass  # the supervisor is already stopping them itself
 
     def _child_spec(self, actor: BackendActor) -> ChildSpec:
         return ChildSpec(

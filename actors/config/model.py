@@ -111,6 +111,7 @@ class SettingsConfig:
 
     naming: Naming | None = None
     max_name_length: int | None = attrs.field(default=None, validator=_AtLeast(1, "an integer"))
+    initialize_wait: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
 
 
 @attrs.frozen(kw_only=True)

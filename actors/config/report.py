@@ -81,7 +81,11 @@ def show_document(config: ResolvedConfig) -> dict[str, Any]:
     return {
         "project": config.project,
         "files": [str(path) for path in config.files],
-        "settings": {"naming": config.settings.naming, "max_name_length": config.settings.max_name_length},
+        "settings": {
+            "naming": config.settings.naming,
+            "max_name_length": config.settings.max_name_length,
+            "initialize_wait": config.settings.initialize_wait,
+        },
         "servers": {
             name: server_document(spec, reveal=False, system_env=False)
             for name, spec in config.servers.items()

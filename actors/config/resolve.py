@@ -565,10 +565,13 @@ def _policy_warnings(spec: ServerSpec) -> list[str]:
 def _settings(*layers: SettingsConfig | None) -> Settings:
     defaults = Settings()
     naming, max_name_length = defaults.naming, defaults.max_name_length
+    initialize_wait = defaults.initialize_wait
     for layer in layers:
         if layer is None:
             continue
         naming = layer.naming if layer.naming is not None else naming
         if layer.max_name_length is not None:
             max_name_length = layer.max_name_length
-    return Settings(naming=naming, max_name_length=max_name_length)
+        if layer.initialize_wait is not None:
+            initialize_wait = float(layer.initialize_wait)
+    return Settings(naming=naming, max_name_length=max_name_length, initialize_wait=initialize_wait)

@@ -53,10 +53,14 @@ class Settings:
         naming: "prefix" always exposes `{server}_{tool}`; "hybrid" keeps a natural name
             when it is unique.
         max_name_length: Longest exposed name; longer ones are shortened deterministically.
+        initialize_wait: Seconds a client's `initialize` may wait for backends whose
+            capabilities are not known yet (neither ready nor remembered from an earlier
+            run). 0 answers at once with what is known.
     """
 
     naming: Naming = "prefix"
     max_name_length: int = 64
+    initialize_wait: float = 0.0
 
 
 @attrs.frozen(kw_only=True)

@@ -30,8 +30,10 @@ class SessionContext:
     settled: trio.Event
     #: how long a list request waits for slow-starting backends before answering
     list_wait: float = 10.0
-    #: how long `initialize` waits for starting backends, so capabilities are known
-    initialize_wait: float = 5.0
+    #: how long `initialize` may wait for backends whose capabilities are not known yet
+    initialize_wait: float = 0.0
+    #: capabilities remembered from earlier runs, for backends that are not ready yet
+    remembered: Callable[[], Mapping[str, types.ServerCapabilities]] = dict
     server_name: str = "assern"
     instructions: str | None = None
     #: recent call latencies per backend, recorded by every connection (for status)

@@ -31,6 +31,7 @@ class RawLaneMixin:
     _forwarded: dict[str | int, trio.CancelScope]
     _origin: Callable[[Any, Any], Origin]
     _record_call: Callable[[str, float], None]
+    _catalog_complete: Callable[[], bool]
 
     # --------------------------------------------------------------- raw lane
 
@@ -52,7 +53,11 @@ class RawLaneMixin:
                 return False
             scope.cancel()
             return True
-        if method != "tools/call" or self._session is None or self._nursery is None:
+        if self._session is None or self._nursery is None:
+            return False
+        if method == "tools/list":
+            return self._list_tools_raw(raw)
+        if method != "tools/call":
             return False
         request_id = raw.get("id")
         params = raw.get("params")
@@ -76,6 +81,28 @@ class RawLaneMixin:
         self._nursery.start_soon(
             self._forward_call, request_id, route.original, handle, arguments, token, scope
         )
+        return True
+
+    def _list_tools_raw(self, raw: dict[str, Any]) -> bool:
+        """Answer tools/list with the catalog's encoded tools, once every backend is listed."""
+        request_id = raw.get("id")
+        params = raw.get("params")
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            return False
+        if params is not None and (
+            not isinstance(params, dict) or PROTOCOL_VERSION_META_KEY in (params.get("_meta") or {})
+        ):
+            return False
+        if not (self.shared.settled.is_set() and self._catalog_complete()):
+            return False  # the SDK path waits for the starting backends
+        nursery, send_raw = self._nursery, self._send_raw
+        if nursery is None or send_raw is None:
+            return False
+        line = b'{"jsonrpc":"2.0","id":%s,"result":{"tools":%s}}\n' % (
+            json.dumps(request_id).encode(),
+            self.shared.catalog.value.tools_json,
+        )
+        nursery.start_soon(send_raw, line)
         return True
 
     async def _forward_call(

@@ -9,6 +9,7 @@ The request handlers live in handlers.py, the raw tools/call lane in raw_lane.py
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Mapping
@@ -99,10 +100,11 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
 
         Tools, prompts and resources are always served (their lists may be empty) and
         assern itself sends their list_changed whenever the catalog changes. Resource
-        subscriptions, logging and completions are offered only when a ready backend
-        offers them.
+        subscriptions, logging and completions are offered only when a backend offers them:
+        a ready one, or one not ready yet whose capabilities are remembered from an earlier
+        run (see actors/router/capabilities.py).
         """
-        known = self.shared.catalog.value.capabilities.values()
+        known = [*self.shared.catalog.value.capabilities.values(), *self._remembered().values()]
         subscribe = any(c.resources is not None and c.resources.subscribe for c in known)
         return types.ServerCapabilities(
             tools=types.ToolsCapability(list_changed=True),
@@ -114,6 +116,19 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             ),
         )
 
+    def _remembered(self) -> Mapping[str, types.ServerCapabilities]:
+        """Remembered capabilities of the configured backends that are not in the catalog."""
+        live = self.shared.catalog.value.capabilities
+        return {name: caps for name, caps in self.shared.remembered().items() if name not in live}
+
+    def _unknown_backends(self) -> list[str]:
+        known = {*self.shared.catalog.value.capabilities, *self._remembered()}
+        return [
+            name
+            for name, handle in self.shared.directory().items()
+            if name not in known and handle.status.state is not BackendState.FAILED
+        ]
+
     async def _capture_session(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
     ) -> HandlerResult:
@@ -123,8 +138,10 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                 self.client_name = info["name"]
         if ctx.method == "initialize" and self._init_options is not None:
             # Decided at the handshake from the backends known then (see `capabilities`);
-            # a client that connects while they start waits briefly for them.
-            await self._wait_settled(self.shared.initialize_wait)
+            # `initialize_wait` lets it wait for backends nobody knows anything about yet.
+            if self.shared.initialize_wait > 0 and self._unknown_backends():
+                with trio.move_on_after(self.shared.initialize_wait):
+                    await self._wait_settled(math.inf)
             self._init_options.capabilities = self.capabilities()
         elif ctx.method == "notifications/initialized":
             self._session = ctx.session

@@ -7,13 +7,14 @@ list_changed from many backends costs one rebuild.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 import structlog
 import trio
 
-from assern.actors.config.spec import Settings
+from assern.actors.config.spec import ServerSpec, Settings
+from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
 from assern.supervisor.cell import Cell
 
@@ -43,11 +44,16 @@ class RouterActor:
         catalog: Cell[Catalog],
         listings: Callable[[], Sequence[BackendListing]],
         settings: Callable[[], Settings],
+        *,
+        specs: Callable[[], Mapping[str, ServerSpec]] = dict,
+        capability_cache: CapabilityCache | None = None,
     ) -> None:
         self.inbox = inbox
         self.catalog = catalog
         self._listings = listings
         self._settings = settings
+        self._specs = specs
+        self._cache = capability_cache
 
     def rebuild(self) -> Catalog:
         settings = self._settings()
@@ -59,6 +65,8 @@ class RouterActor:
             max_name_length=settings.max_name_length,
         )
         self.catalog.set(catalog)
+        if self._cache is not None:
+            self._cache.remember(self._specs(), catalog.capabilities)
         log.info(
             "catalog_rebuilt",
             version=catalog.version,

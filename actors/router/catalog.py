@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -79,6 +80,8 @@ class Catalog:
     #: a backend's own tool name -> the exposed names of every tool with that name
     by_base: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     capabilities: Mapping[str, types.ServerCapabilities] = attrs.field(factory=dict)
+    #: the `tools` array of a tools/list result, encoded once per catalog version
+    tools_json: bytes = b"[]"
 
     @property
     def tool_list(self) -> list[types.Tool]:
@@ -174,8 +177,13 @@ def build_catalog(
                 )
             )
 
+    tools_json = json.dumps(
+        [route.tool.model_dump(mode="json", by_alias=True, exclude_none=True) for route in tools.values()],
+        separators=(",", ":"),
+    ).encode()
     return Catalog(
         version=version,
+        tools_json=tools_json,
         servers=frozenset(listing.server for listing in listings),
         tools=tools,
         prompts=prompts,

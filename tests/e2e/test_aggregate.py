@@ -228,7 +228,8 @@ async def test_kill_of_a_backend_mid_call_fails_that_call_only(
 async def test_server_to_client_requests_go_back_to_the_calling_client(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
-    config = write_config(server_table("alpha"))
+    # A first run knows nothing about alpha yet: let the handshake wait for it.
+    config = write_config("[settings]\ninitialize_wait = 30\n" + server_table("alpha"))
     asked: list[str] = []
 
     async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
@@ -263,3 +264,19 @@ async def test_server_to_client_requests_go_back_to_the_calling_client(
     assert logs[0].level == "warning"
     assert logs[0].logger is not None
     assert logs[0].logger.startswith("alpha")
+
+
+async def test_capabilities_are_remembered_for_the_next_run(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="legacy") as client:
+            # No wait configured: the first run answers at once with what it knows.
+            await client.list_tools()  # alpha is ready now; its capabilities are recorded
+        assert (assern_env.assern_home / "cache" / "capabilities.json").exists()
+        async with Client(assern_env.serve(config), mode="legacy") as client:
+            again = client.server_capabilities
+    assert again.resources is not None
+    assert again.resources.subscribe is True
+    assert again.logging is not None

@@ -283,3 +283,28 @@ async def test_one_for_one_children_start_concurrently(
     assert rec.times("crashy") == [0.0, 2.0, 4.0]  # restarts not held up by "slow"
     assert rec.times("slow", "ready") == []
     assert rec.times("slow", "stop") == [5.0]
+
+
+async def test_terminate_children_stops_them_concurrently(autojump_clock: trio.testing.MockClock) -> None:
+    stopped: dict[str, float] = {}
+
+    def slow_to_stop(name: str) -> ChildStart:
+        async def child(*, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            task_status.started()
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await trio.sleep(5)  # a backend's stop ladder takes a while
+                stopped[name] = trio.current_time()
+
+        return child
+
+    with trio.fail_after(100):
+        async with open_supervisor(BACKENDS) as sup:
+            for name in ("a", "b", "c"):
+                await sup.start_child(ChildSpec(id=name, start=slow_to_stop(name), shutdown_timeout=10))
+            await sup.terminate_children(["a", "b", "c", "not-a-child"])
+            assert trio.current_time() == 5.0
+            assert sup.child_ids() == ()
+    assert stopped == {"a": 5.0, "b": 5.0, "c": 5.0}

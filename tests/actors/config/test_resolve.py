@@ -275,6 +275,7 @@ def test_local_config_adds_servers_and_settings(world: World) -> None:
         """
         [settings]
         max_name_length = 40
+        initialize_wait = 2.5
 
         [servers.mine]
         command = "./bin/mine"
@@ -282,7 +283,7 @@ def test_local_config_adds_servers_and_settings(world: World) -> None:
         """,
     )
     resolved = world.resolve(cwd="repo")
-    assert resolved.settings == Settings(naming="hybrid", max_name_length=40)
+    assert resolved.settings == Settings(naming="hybrid", max_name_length=40, initialize_wait=2.5)
     assert list(resolved.servers) == ["github", "mine"]
     assert resolved.servers["mine"].cwd == str(world.home / "repo" / "tools")
     assert resolved.project == "repo"  # a .assern/ that names no project: labelled by its folder

@@ -358,3 +358,11 @@ def test_loads_toml_directly() -> None:
 )
 def test_key_paths(path: tuple[str | int, ...], rendered: str) -> None:
     assert format_key_path(path) == rendered
+
+
+def test_a_negative_initialize_wait_is_refused(world: World) -> None:
+    path = world.global_config('[settings]\ninitialize_wait = -1\n[servers.github]\ncommand = "npx"\n')
+    with pytest.raises(ConfigError) as caught:
+        world.resolve()
+    assert caught.value.file == str(path)
+    assert caught.value.problems == ("expected seconds >= 0, got -1 @ settings.initialize_wait",)

@@ -1,0 +1,78 @@
+"""What each backend offered the last time it ran, remembered across runs.
+
+A client's `initialize` is answered at once, often before the backends are ready. So
+that assern still advertises only what its backends really offer (resource
+subscriptions, logging, completions), the router records every ready backend's
+capabilities here, keyed by a fingerprint of how it is started; the next run uses them
+until the backend is ready again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+import mcp_types as types
+import structlog
+from pydantic import ValidationError
+
+from assern.actors.config.spec import ServerSpec
+
+log = structlog.get_logger()
+
+
+def fingerprint(spec: ServerSpec) -> str:
+    """How the backend is started (never its env or headers: those may hold secrets)."""
+    shape = [spec.transport, spec.command, list(spec.args), spec.cwd, spec.url, spec.protocol]
+    return hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+
+
+class CapabilityCache:
+    """`capabilities.json` under the cache folder: server name -> fingerprint and capabilities."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._entries: dict[str, dict[str, object]] = {}
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, ValueError):
+            loaded = {}
+        if isinstance(loaded, dict):
+            self._entries = {k: v for k, v in loaded.items() if isinstance(v, dict)}
+
+    def get(self, spec: ServerSpec) -> types.ServerCapabilities | None:
+        entry = self._entries.get(spec.name)
+        if entry is None or entry.get("fingerprint") != fingerprint(spec):
+            return None
+        try:
+            return types.ServerCapabilities.model_validate(entry.get("capabilities"))
+        except ValidationError:
+            return None
+
+    def remember(
+        self, specs: Mapping[str, ServerSpec], ready: Mapping[str, types.ServerCapabilities]
+    ) -> None:
+        """Record the ready backends' capabilities; writes only when something changed."""
+        changed = False
+        for name, caps in ready.items():
+            spec = specs.get(name)
+            if spec is None:
+                continue
+            entry = {
+                "fingerprint": fingerprint(spec),
+                "capabilities": caps.model_dump(mode="json", by_alias=True, exclude_none=True),
+            }
+            if self._entries.get(name) != entry:
+                self._entries[name] = entry
+                changed = True
+        if not changed:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self._entries, indent=1))
+            tmp.replace(self.path)
+        except OSError as exc:
+            log.warning("capability_cache_not_written", error=str(exc))
