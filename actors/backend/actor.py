@@ -73,7 +73,10 @@ class BackendActor(RequestsMixin):
         self._on_notification = on_notification
         self._on_idle = on_idle
         self._on_spawn = on_spawn
-        self.status = BackendStatus(
+        #: calls in flight and in all, kept as plain counters (the call path is hot)
+        self.in_flight = 0
+        self.calls_total = 0
+        self._status = BackendStatus(
             server=spec.name,
             transport=spec.transport,
             state=BackendState.LAZY if spec.start == "lazy" else BackendState.STARTING,
@@ -90,16 +93,21 @@ class BackendActor(RequestsMixin):
 
     # ------------------------------------------------------------------ status
 
+    @property
+    def status(self) -> BackendStatus:
+        """The current snapshot (a new frozen value; the actor keeps replacing its own)."""
+        return attrs.evolve(self._status, in_flight=self.in_flight, calls_total=self.calls_total)
+
     def _set(self, **changes: Any) -> None:
-        old = self.status.state
-        self.status = attrs.evolve(self.status, **changes)
-        if self.status.state is not old:
+        old = self._status.state
+        self._status = attrs.evolve(self._status, **changes)
+        if self._status.state is not old:
             log.info(
                 "backend_state",
                 server=self.spec.name,
-                state=self.status.state.value,
+                state=self._status.state.value,
                 previous=old.value,
-                restarts=self.status.restarts,
+                restarts=self._status.restarts,
             )
 
     def mark(self, state: BackendState, **changes: Any) -> None:
@@ -156,7 +164,8 @@ class BackendActor(RequestsMixin):
         self._end = None
         spec = self.spec
         with structlog.contextvars.bound_contextvars(actor="backend", server=spec.name):
-            self._set(state=BackendState.STARTING, pid=None, ready_since=None, in_flight=0)
+            self.in_flight = 0
+            self._set(state=BackendState.STARTING, pid=None, ready_since=None)
             log.info("backend_starting", transport=spec.transport)
             started = trio.current_time()
             try:
@@ -212,11 +221,11 @@ class BackendActor(RequestsMixin):
                 raise self._exit_error(cause) from cause
             finally:
                 self.fast_path = False
+                self.in_flight = 0
                 self._on_spawn(spec.name, None)
                 self._set(
                     pid=None,
                     ready_since=None,
-                    in_flight=0,
                     stderr_tail=tuple(self._link.stderr_tail),
                 )
 
@@ -264,7 +273,7 @@ class BackendActor(RequestsMixin):
         """Ping a quiet backend now and then; silence means it hangs and is restarted."""
         while True:
             await trio.sleep(PING_INTERVAL)
-            if trio.current_time() - self._last_activity < PING_INTERVAL or self.status.in_flight:
+            if trio.current_time() - self._last_activity < PING_INTERVAL or self.in_flight:
                 continue
             with trio.move_on_after(PING_TIMEOUT) as waited:
                 await client.send_ping()
@@ -277,7 +286,7 @@ class BackendActor(RequestsMixin):
         while True:
             await trio.sleep_until(self._last_activity + idle_timeout)
             quiet = trio.current_time() - self._last_activity >= idle_timeout
-            if quiet and self.status.in_flight == 0:
+            if quiet and self.in_flight == 0:
                 log.info("backend_idle", idle_s=idle_timeout)
                 self._on_idle(self.spec.name)
                 return

@@ -33,7 +33,6 @@ from assern.actors.backend.messages import (
     SetLevel,
     Subscribe,
 )
-from assern.actors.backend.status import BackendStatus
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.mailbox import reply_to
@@ -60,7 +59,8 @@ class CallOrigins:
 
 class RequestsMixin:
     spec: ServerSpec
-    status: BackendStatus
+    in_flight: int
+    calls_total: int
     _link: ProcessLink
     _calls: CallOrigins
     _exit_reason: str | None
@@ -110,7 +110,8 @@ class RequestsMixin:
     async def _handle(self, client: Client, msg: BackendRequest) -> None:
         call_id = self._calls.add(msg.origin if isinstance(msg, CallTool | ForwardCall) else None)
         self._last_activity = trio.current_time()
-        self._set(in_flight=self.status.in_flight + 1, calls_total=self.status.calls_total + 1)
+        self.in_flight += 1
+        self.calls_total += 1
         started = trio.current_time()
         answer: outcome.Outcome[Any] | None = None
         with msg.reply:
@@ -124,7 +125,7 @@ class RequestsMixin:
             finally:
                 self._calls.origins.pop(call_id, None)
                 self._last_activity = trio.current_time()
-                self._set(in_flight=max(0, self.status.in_flight - 1))
+                self.in_flight = max(0, self.in_flight - 1)
             if answer is not None:
                 reply_to(msg.reply, answer)
             if isinstance(msg, CallTool | ForwardCall):
