@@ -39,6 +39,7 @@ from assern.supervisor.instance import (
 )
 from assern.supervisor.logging import LOG_FILE, configure_logging
 from assern.supervisor.logtail import Follower, LogFilter, current_size, format_line, last_lines
+from assern.supervisor.process import process_alive
 
 #: Seconds `assernctl shutdown` waits for the instance's process to end.
 SHUTDOWN_WAIT = 30.0
@@ -472,27 +473,13 @@ def cmd_reload(args: argparse.Namespace) -> int:
     return 0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not Path("/proc").is_dir()
-    return state not in ("Z", "X")
-
-
 def cmd_shutdown(args: argparse.Namespace) -> int:
     result = _ask(args, "shutdown")
     if result is _FAILED:
         return 1
     pid = result.get("pid")
     deadline = time.monotonic() + SHUTDOWN_WAIT
-    while isinstance(pid, int) and _alive(pid):
+    while isinstance(pid, int) and process_alive(pid):
         if time.monotonic() > deadline:
             print(f"assernctl: assern (pid {pid}) still stops after {SHUTDOWN_WAIT:g} s", file=sys.stderr)
             return 1

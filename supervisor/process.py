@@ -220,20 +220,25 @@ class PidRegistry:
         self.path.unlink(missing_ok=True)
 
 
-def _owner_alive(owner: dict[str, int | None]) -> bool:
-    pid = owner.get("pid")
-    if not isinstance(pid, int):
-        return False
-    if pid == os.getpid():
-        return True
+def process_alive(pid: int) -> bool:
+    """Whether `pid` runs; a zombie (dead, waiting for a parent that does not reap) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    if Path("/proc").is_dir() and _stat_fields(pid) is None:
-        return False  # a zombie: dead, just not reaped
+    return not (Path("/proc").is_dir() and _stat_fields(pid) is None)
+
+
+def _owner_alive(owner: dict[str, int | None]) -> bool:
+    pid = owner.get("pid")
+    if not isinstance(pid, int):
+        return False
+    if pid == os.getpid():
+        return True
+    if not process_alive(pid):
+        return False
     start = owner.get("start")
     return start is None or process_start_time(pid) == start
 

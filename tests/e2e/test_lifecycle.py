@@ -142,17 +142,25 @@ async def spawn_assern(env: AssernEnv, config: Path) -> trio.Process:
     )
 
 
+async def start_with_grandchild(
+    env: AssernEnv, write_config: Callable[[str], Path], pidfile: Path
+) -> tuple[trio.Process, int, int]:
+    """assern with one backend that starts a grandchild: (assern, backend pid, grandchild pid)."""
+    config = write_config(server_table("alpha", "--spawn-grandchild", str(pidfile)))
+    process = await spawn_assern(env, config)
+    while not pidfile.exists():  # noqa: ASYNC110, ASYNC240 - the backend writes it at start
+        await trio.sleep(0.05)
+    grandchild = int(pidfile.read_text())  # noqa: ASYNC240 - a few bytes
+    return process, os.getpgid(grandchild), grandchild  # the backend leads the group
+
+
 async def test_sigterm_stops_assern_cleanly_with_no_process_left(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    pidfile = tmp_path / "grandchild.pid"
-    config = write_config(server_table("alpha", "--spawn-grandchild", str(pidfile)))
     with trio.fail_after(60):
-        process = await spawn_assern(assern_env, config)
-        while not pidfile.exists():  # noqa: ASYNC110 - the backend writes it at start
-            await trio.sleep(0.05)
-        grandchild = int(pidfile.read_text())
-        backend = os.getpgid(grandchild)  # the backend leads the grandchild's process group
+        process, backend, grandchild = await start_with_grandchild(
+            assern_env, write_config, tmp_path / "grandchild.pid"
+        )
         process.send_signal(signal.SIGTERM)
         assert await process.wait() == 0
         await wait_gone(backend)
@@ -163,13 +171,8 @@ async def test_kill_9_of_assern_leaves_no_backend_and_the_next_start_sweeps(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     pidfile = tmp_path / "grandchild.pid"
-    config = write_config(server_table("alpha", "--spawn-grandchild", str(pidfile)))
     with trio.fail_after(60):
-        process = await spawn_assern(assern_env, config)
-        while not pidfile.exists():  # noqa: ASYNC110 - the backend writes it at start
-            await trio.sleep(0.05)
-        grandchild = int(pidfile.read_text())
-        backend = os.getpgid(grandchild)
+        process, backend, grandchild = await start_with_grandchild(assern_env, write_config, pidfile)
         process.kill()
         await process.wait()
         # The backend notices: parent-death signal and stdin EOF.
