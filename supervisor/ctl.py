@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 import trio
 
+from assern.actors.config.discover import config_path_for
 from assern.actors.config.resolve import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig, ServerSpec, Settings
 from assern.supervisor.cli import _environ, _list_rows, _loader, _tool_rows, _with_tree
@@ -68,7 +69,16 @@ class Instance:
 
 
 def _load(args: argparse.Namespace) -> tuple[ResolvedConfig, Callable[[], ResolvedConfig]]:
-    load = _loader(args.config, args.project, _environ())
+    """The configuration `list` and `call` use on their own (direct mode).
+
+    Without `--config` and without a global assern config, cllm-mcp's files are found as
+    cllm-mcp finds them (./mcp-config.json, ./.mcp-config.json, ~/.config/cllm-mcp/).
+    """
+    environ = _environ()
+    path = config_path_for(
+        args.config, cwd=Path.cwd(), environ=environ, assern_home=default_assern_home(environ)
+    )
+    load = _loader(path, args.project, environ)
     try:
         return load(), load
     except ConfigError as exc:

@@ -339,3 +339,13 @@ async def test_without_an_instance_call_and_list_start_the_backends_directly(
         assert fresh["source"] == "fresh"
         assert [t["name"] for t in fresh["tools"]] == ["alpha_echo"]
         assert (await ctl(assern_env, "status", *at)).returncode == 1
+
+
+async def test_direct_mode_finds_a_cllm_mcp_config_in_the_working_directory(assern_env: AssernEnv) -> None:
+    # No --config and no global assern config: ./mcp-config.json is used, as cllm-mcp does.
+    entry = {"command": sys.executable, "args": [str(TESTING_SERVER), "--name", "cl", "--tools", "echo"]}
+    (assern_env.work / "mcp-config.json").write_text(json.dumps({"mcpServers": {"cl": entry}}))
+    with trio.fail_after(40):
+        called = await ctl(assern_env, "call", "cl_echo", '{"text": "discovered"}')
+    assert called.returncode == 0, err(called)
+    assert json.loads(out(called))["content"][0]["text"] == "discovered"
