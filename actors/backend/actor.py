@@ -24,7 +24,8 @@ import trio
 from mcp import Client
 from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from assern.actors.backend.calls import CallOrigins, RequestsMixin
 from assern.actors.backend.errors import (
@@ -252,6 +253,8 @@ class BackendActor(RequestsMixin):
             calls.start_soon(self._ping, client)
             if self.spec.idle_timeout is not None:
                 calls.start_soon(self._watch_idle, self.spec.idle_timeout)
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                calls.start_soon(self._listen, client)
             await self._ended.wait()
             end = self._end
             assert end is not None
@@ -262,6 +265,25 @@ class BackendActor(RequestsMixin):
         else:
             log.warning("backend_exited", exit=self._link.exit_code, reason=self._exit_reason)
         raise end
+
+    async def _listen(self, client: Client) -> None:
+        """Follow a 2026-07-28 backend's changes: they arrive on a `subscriptions/listen` stream."""
+        caps = client.server_capabilities
+        pinned = self._pinned()  # capabilities unknown: ask for all, the server honours a subset
+        wanted = {
+            "tools_list_changed": pinned or bool(caps.tools and caps.tools.list_changed),
+            "prompts_list_changed": pinned or bool(caps.prompts and caps.prompts.list_changed),
+            "resources_list_changed": pinned or bool(caps.resources and caps.resources.list_changed),
+        }
+        if not any(wanted.values()):
+            return
+        try:
+            async with client.listen(**wanted) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged | PromptsListChanged | ResourcesListChanged):
+                        self._refresh_requested.set()
+        except (MCPError, RuntimeError) as exc:  # refused, or the stream was lost
+            log.warning("backend_listen_ended", error=str(exc))
 
     async def _watch_exit(self) -> None:
         await self._link.exited.wait()
@@ -297,19 +319,27 @@ class BackendActor(RequestsMixin):
 
     # ------------------------------------------------------------------ listing
 
+    def _pinned(self) -> bool:
+        """A protocol version pin: no handshake, so the backend's capabilities are unknown."""
+        return self.spec.protocol not in ("legacy", "auto")
+
     async def _refresh_listing(self, client: Client) -> None:
         caps = client.server_capabilities
+        session = client.session
+        unknown = self._pinned()  # ask for everything; what it does not serve stays empty
         tools: list[types.Tool] = []
         resources: list[types.Resource] = []
         templates: list[types.ResourceTemplate] = []
         prompts: list[types.Prompt] = []
-        if caps.tools is not None:
-            tools = await _all_pages(client.session.list_tools, "tools")
-        if caps.resources is not None:
-            resources = await _all_pages(client.session.list_resources, "resources")
-            templates = await _all_pages(client.session.list_resource_templates, "resource_templates")
-        if caps.prompts is not None:
-            prompts = await _all_pages(client.session.list_prompts, "prompts")
+        if caps.tools is not None or unknown:
+            tools = await _all_pages(session.list_tools, "tools", optional=unknown)
+        if caps.resources is not None or unknown:
+            resources = await _all_pages(session.list_resources, "resources", optional=unknown)
+            templates = await _all_pages(
+                session.list_resource_templates, "resource_templates", optional=unknown
+            )
+        if caps.prompts is not None or unknown:
+            prompts = await _all_pages(session.list_prompts, "prompts", optional=unknown)
         self.listing = BackendListing(
             server=self.spec.name,
             tools=tuple(tools),
@@ -351,12 +381,20 @@ class BackendActor(RequestsMixin):
         self._on_notification(self.spec.name, types.LoggingMessageNotification(params=params))
 
 
-async def _all_pages(fetch: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+async def _all_pages(
+    fetch: Callable[..., Awaitable[Any]], field: str, *, optional: bool = False
+) -> list[Any]:
+    """Every page of one list; with `optional`, a backend that does not serve it has none."""
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(1000):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await fetch(params=params)
+        try:
+            page = await fetch(params=params)
+        except MCPError as exc:
+            if optional and exc.code == types.METHOD_NOT_FOUND:
+                return items
+            raise
         items.extend(getattr(page, field))
         cursor = page.next_cursor
         if not cursor:

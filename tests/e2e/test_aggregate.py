@@ -280,3 +280,24 @@ async def test_capabilities_are_remembered_for_the_next_run(
     assert again.resources is not None
     assert again.resources.subscribe is True
     assert again.logging is not None
+
+
+async def test_a_2026_07_28_backend_is_aggregated_and_followed(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("modern", "--modern-only") + 'protocol = "2026-07-28"\n')
+    send, receive = trio.open_memory_channel[None](100)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            send.send_nowait(None)
+
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="legacy", message_handler=on_message) as client:
+            assert "modern_echo" in {t.name for t in (await client.list_tools()).tools}
+            assert text_of(await client.call_tool("modern_echo", {"text": "new era"})) == "new era"
+            assert text_of(await client.call_tool("modern_add_tool", {"name": "later"})) == "added"
+            names: set[str] = set()
+            while "modern_later" not in names:
+                await receive.receive()  # the backend's change came on its listen stream
+                names = {t.name for t in (await client.list_tools()).tools}
