@@ -206,7 +206,7 @@ def _safe(getter: Callable[[], Any]) -> Any:
 
 
 def targets(run: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
-    """The issue-6 targets for assern: (target, measured, met), None when not measured."""
+    """assern's performance targets: (target, measured, met), None when not measured."""
     out: list[tuple[str, str, bool | None]] = []
     main = _scenario(run, 20, 10)
     scenarios = [s for s in run["scenarios"] if "assern" in s["results"]]
@@ -311,7 +311,7 @@ def render(run: Mapping[str, Any]) -> str:
         lines += ["", *scenario_table(scenario, names, notes)]
     checks = targets(run)
     if checks:
-        lines += ["", "issue-6 targets for assern:"]
+        lines += ["", "performance targets for assern:"]
         for target, measured, met in checks:
             verdict = "not measured" if met is None else ("met" if met else "MISSED")
             lines.append(f"  {verdict:<12} {target}: {measured}")

@@ -45,7 +45,7 @@ from measure import Caller, CallFailed, short_error
 from wire import SpawnedServer
 
 BASES = ("echo", "sleep")
-#: in-flight calls for the throughput figure (issue 6)
+#: in-flight calls for the throughput figure
 IN_FLIGHT = 32
 
 
