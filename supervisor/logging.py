@@ -49,11 +49,34 @@ def redact_secrets(_logger: object, _name: str, event: MutableMapping[str, Any])
     return event
 
 
+class IsoTimestamp:
+    """`ts` as ISO 8601 UTC with microseconds (`2026-01-02T03:04:05.678901Z`).
+
+    The date-and-time part is formatted once a second and reused: formatting it for
+    every event cost about half of the per-call log line.
+    """
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(
+        self, _logger: object, _name: str, event: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        now = time.time()
+        second = int(now)
+        if second != self._second:
+            self._second, self._prefix = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        micros = min(999_999, round((now - second) * 1_000_000))
+        event["ts"] = f"{self._prefix}.{micros:06d}Z"
+        return event
+
+
 def shared_processors() -> list[Any]:
     return [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True, key="ts"),
+        IsoTimestamp(),
         redact_secrets,
         structlog.processors.dict_tracebacks,
     ]

@@ -80,3 +80,14 @@ def test_a_writer_follows_a_rotation_done_by_another_process(tmp_path: Path, mon
     ours.close()
     assert path.read_text() == "after\n"
     assert (tmp_path / "assern.log.1").read_text() == "before\n"
+
+
+def test_timestamps_are_iso_utc_with_microseconds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from assern.supervisor.logging import IsoTimestamp
+
+    stamp = IsoTimestamp()
+    moments = iter([1_700_000_000.25, 1_700_000_000.5, 1_700_000_001.000001])
+    monkeypatch.setattr("assern.supervisor.logging.time.time", lambda: next(moments))
+    assert stamp(None, "info", {})["ts"] == "2023-11-14T22:13:20.250000Z"
+    assert stamp(None, "info", {})["ts"] == "2023-11-14T22:13:20.500000Z"
+    assert stamp(None, "info", {})["ts"] == "2023-11-14T22:13:21.000001Z"
