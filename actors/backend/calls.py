@@ -8,7 +8,7 @@ the attributes it uses are the actor's own state.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import mcp_types as types
@@ -18,6 +18,7 @@ import trio
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
 
 from assern.actors.backend.errors import BackendHung, BackendTimeout, describe_exit
 from assern.actors.backend.forward import ForwardLost
@@ -38,6 +39,8 @@ from assern.actors.config.spec import ServerSpec
 from assern.supervisor.mailbox import reply_to
 
 log = structlog.get_logger()
+
+R = TypeVar("R", bound=BaseModel)
 
 
 @attrs.define(eq=False)
@@ -70,7 +73,8 @@ class RequestsMixin:
 
     # ------------------------------------------- server-to-client, back to origin
 
-    async def _ask_origin(self, method: str, params: Any) -> dict[str, Any] | types.ErrorData:
+    async def _ask_origin(self, method: str, params: Any, result: type[R]) -> R | types.ErrorData:
+        """Ask the client whose call is the latest in flight; its answer, or an error for the backend."""
         origin = self._calls.latest()
         if origin is None or origin.ask is None:
             return types.ErrorData(
@@ -79,31 +83,22 @@ class RequestsMixin:
             )
         payload = None if params is None else params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            return await origin.ask(method, payload)
+            return result.model_validate(await origin.ask(method, payload))
         except MCPError as exc:
             return exc.error
 
     async def _on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
-        answer = await self._ask_origin("sampling/createMessage", params)
-        if isinstance(answer, types.ErrorData):
-            return answer
-        return types.CreateMessageResult.model_validate(answer)
+        return await self._ask_origin("sampling/createMessage", params, types.CreateMessageResult)
 
     async def _on_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
-        answer = await self._ask_origin("elicitation/create", params)
-        if isinstance(answer, types.ErrorData):
-            return answer
-        return types.ElicitResult.model_validate(answer)
+        return await self._ask_origin("elicitation/create", params, types.ElicitResult)
 
     async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-        answer = await self._ask_origin("roots/list", None)
-        if isinstance(answer, types.ErrorData):
-            return answer
-        return types.ListRootsResult.model_validate(answer)
+        return await self._ask_origin("roots/list", None, types.ListRootsResult)
 
     # -------------------------------------------------------------------- calls
 
