@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -74,7 +74,8 @@ def parse_line(line: bytes) -> SessionMessage | bytes:
 
 #: Sees every decoded client message first; returns True when it took the message itself.
 Intercept = Callable[[Any], bool]
-SendRaw = Callable[[bytes], Awaitable[None]]
+#: Where already-encoded lines go, in order with the SDK's own messages.
+SendRaw = trio.MemorySendChannel[bytes]
 
 
 @contextlib.asynccontextmanager
@@ -83,8 +84,8 @@ async def jsonl_streams(
 ) -> AsyncIterator[tuple[Any, Any, SendRaw]]:
     """Yield (read, write, send_raw) over a byte stream pair.
 
-    `read` and `write` are anyio streams of `SessionMessage` for the SDK; `send_raw`
-    writes one already-encoded line in order with everything else. `intercept`, when
+    `read` and `write` are anyio streams of `SessionMessage` for the SDK; `send_raw` is
+    the channel of already-encoded lines, written in order with everything else. `intercept`, when
     given, sees each decoded message before the SDK and may take it (the raw lane).
     The read stream ends when the peer closes its side. Leaving the block stops the pumps.
     """
@@ -126,6 +127,6 @@ async def jsonl_streams(
         nursery.start_soon(pump_messages)
         nursery.start_soon(pump_out)
         try:
-            yield read_recv, write_send, out_send.send
+            yield read_recv, write_send, out_send
         finally:
             nursery.cancel_scope.cancel()

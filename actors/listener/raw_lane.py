@@ -102,7 +102,7 @@ class RawLaneMixin:
             json.dumps(request_id).encode(),
             self.shared.catalog.value.tools_json,
         )
-        nursery.start_soon(send_raw, line)
+        nursery.start_soon(send_raw.send, line)
         return True
 
     async def _forward_call(
@@ -126,7 +126,7 @@ class RawLaneMixin:
                 if message is not None:
                     params["message"] = message
                 note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-                await send_raw(json.dumps(note).encode() + b"\n")
+                await send_raw.send(json.dumps(note).encode() + b"\n")
 
         origin = self._origin(self._session, None)
         started = trio.current_time()
@@ -149,6 +149,6 @@ class RawLaneMixin:
                     error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
                     line = {"jsonrpc": "2.0", "id": request_id, "error": error}
                 self._record_call(handle.name, started)
-                await send_raw(json.dumps(line).encode() + b"\n")
+                await send_raw.send(json.dumps(line).encode() + b"\n")
         finally:
             del self._forwarded[request_id]
