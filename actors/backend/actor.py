@@ -37,6 +37,7 @@ from assern.actors.backend.errors import (
 from assern.actors.backend.messages import (
     BackendRequest,
 )
+from assern.actors.backend.splice import SplicedCall, watch_deadlines
 from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.backend.transport import ProcessLink, stdio_transport
 from assern.actors.config.spec import ServerSpec
@@ -87,6 +88,8 @@ class BackendActor(RequestsMixin):
         self.fast_path = False
         self._link = ProcessLink()
         self._calls = CallOrigins()
+        #: this incarnation's spliced calls in flight, by our request id (see splice.py)
+        self._spliced: dict[str, SplicedCall] = {}
         self._exit_reason: str | None = None
         self._ended = trio.Event()
         self._end: Exception | None = None
@@ -160,6 +163,7 @@ class BackendActor(RequestsMixin):
         """
         self._link = ProcessLink()
         self._calls = CallOrigins()
+        self._spliced = {}
         self._exit_reason = None
         self._ended = trio.Event()
         self._end = None
@@ -251,6 +255,7 @@ class BackendActor(RequestsMixin):
             calls.start_soon(self._serve_mailbox, client, calls)
             calls.start_soon(self._watch_exit)
             calls.start_soon(self._ping, client)
+            calls.start_soon(watch_deadlines, self._spliced, self.spec.timeout, self._expire)
             if self.spec.idle_timeout is not None:
                 calls.start_soon(self._watch_idle, self.spec.idle_timeout)
             if client.protocol_version in MODERN_PROTOCOL_VERSIONS:

@@ -34,6 +34,7 @@ from assern.actors.backend.messages import (
     SetLevel,
     Subscribe,
 )
+from assern.actors.backend.splice import CallReply, Describe, SplicedCall
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.mailbox import reply_to
@@ -68,8 +69,93 @@ class RequestsMixin:
     _calls: CallOrigins
     _exit_reason: str | None
     _last_activity: float
+    _end: Exception | None
+    _spliced: dict[str, SplicedCall]
+    fast_path: bool
     _set: Callable[..., None]
     _finish: Callable[[Exception], None]
+
+    # ------------------------------------------------------------ spliced calls
+
+    def splice(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        reply: CallReply,
+        *,
+        origin: Origin | None,
+        request_id: str | int | None,
+        progress: bool,
+    ) -> SplicedCall | None:
+        """Write a tools/call straight to the backend's stdin (see splice.py), synchronously.
+
+        None when the call cannot take that way now (not a ready stdio backend on a
+        handshake version, ending, or its stdin backed up): the caller then goes
+        through the mailbox, which also waits for a (re)starting backend.
+        """
+        forwarder = self._link.forwarder
+        if not self.fast_path or forwarder is None or self._end is not None:
+            return None
+        call = SplicedCall(
+            self,
+            forwarder,
+            reply,
+            name=name,
+            client=origin.client if origin is not None else None,
+            request_id=request_id,
+            call_id=self._calls.add(origin),
+            timeout=self.spec.timeout,
+        )
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        backend_id = forwarder.send_nowait("tools/call", params, call, progress=progress)
+        if backend_id is None:
+            self._calls.origins.pop(call.call_id, None)
+            return None
+        call.backend_id = backend_id
+        self._spliced[backend_id] = call
+        self.in_flight += 1
+        self.calls_total += 1
+        self._last_activity = call.started
+        return call
+
+    def spliced_finished(self, call: SplicedCall, *, ok: bool, cancelled: bool = False) -> None:
+        if self._spliced.pop(call.backend_id, None) is None:
+            return
+        self._calls.origins.pop(call.call_id, None)
+        self.in_flight = max(0, self.in_flight - 1)
+        now = self._last_activity = trio.current_time()
+        log.info(
+            "tool_call_finished",
+            server=self.spec.name,
+            tool=call.name,
+            client=call.client,
+            request_id=call.request_id,
+            ok=ok,
+            cancelled=cancelled,
+            duration_ms=round((now - call.started) * 1000, 2),
+        )
+
+    def describe_loss(self, reason: str) -> Describe:
+        link, name = self._link, self.spec.name
+
+        async def describe() -> Exception:
+            if self._exit_reason is not None:
+                return BackendUnavailable(name, self._exit_reason)
+            with trio.move_on_after(1.0):
+                await link.exited.wait()
+            if link.exited.is_set() or link.exit_code is not None:
+                return BackendUnavailable(name, describe_exit(link.exit_code, list(link.stderr_tail)))
+            return BackendUnavailable(name, reason)
+
+        return describe
+
+    def _expire(self, call: SplicedCall) -> None:
+        text = f"did not answer within {call.timeout:g} s"
+        call.expire(BackendTimeout(f"server '{self.spec.name}' {text}"))
+        # A backend that lets a call run past its timeout is treated as hung: restarted.
+        self._finish(BackendHung(self.spec.name, f"{text}; restarting it"))
 
     # ------------------------------------------- server-to-client, back to origin
 

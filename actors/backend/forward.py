@@ -6,6 +6,10 @@ their responses and progress notifications are picked off the backend's stdout b
 the SDK sees them. Nothing is re-validated on the way through; the result dict is
 handed up as the backend wrote it. Everything else (the handshake, lists, server-to-
 client requests) still goes through the SDK client on the same pipe.
+
+Each pending request has a `Sink` that the backend's stdout reader calls synchronously
+with what arrives for it. `request` waits for the answer in the caller's task; a spliced
+call (actors/backend/splice.py) hands its answer on without any task of its own.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import collections
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -26,18 +30,49 @@ class ForwardLost(Exception):
     """The backend went away before it answered."""
 
 
-@attrs.define(eq=False)
-class _Pending:
-    wake: trio.Event = attrs.field(factory=trio.Event)
-    progress: collections.deque[tuple[float, float | None, str | None]] = attrs.field(
-        factory=collections.deque
-    )
-    done: bool = False
-    result: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
-    lost: str | None = None
+class Sink(Protocol):
+    """Where what the backend sends about one request goes (called synchronously)."""
 
-    def poke(self) -> None:
+    def answered(self, message: dict[str, Any]) -> None:
+        """The response (a dict with `result` or `error`); the request is no longer pending."""
+
+    def progressed(self, params: dict[str, Any]) -> None:
+        """A progress notification's params, its token still the request's own id."""
+
+    def lost(self, reason: str) -> None:
+        """The process went away before answering; the request is no longer pending."""
+
+
+def error_of(message: dict[str, Any]) -> MCPError:
+    """The backend's JSON-RPC error response as an MCPError (code, message, data)."""
+    error = message.get("error")
+    error = error if isinstance(error, dict) else {}
+    return MCPError(
+        code=int(error.get("code", -32603)),
+        message=str(error.get("message", "backend error")),
+        data=error.get("data"),
+    )
+
+
+@attrs.define(eq=False)
+class _Waiter:
+    """The sink of `Forwarder.request`: wakes the waiting task."""
+
+    wake: trio.Event = attrs.field(factory=trio.Event)
+    progress: collections.deque[dict[str, Any]] = attrs.field(factory=collections.deque)
+    response: dict[str, Any] | None = None
+    lost_reason: str | None = None
+
+    def answered(self, message: dict[str, Any]) -> None:
+        self.response = message
+        self.wake.set()
+
+    def progressed(self, params: dict[str, Any]) -> None:
+        self.progress.append(params)
+        self.wake.set()
+
+    def lost(self, reason: str) -> None:
+        self.lost_reason = reason
         self.wake.set()
 
 
@@ -46,9 +81,13 @@ class Forwarder:
 
     def __init__(self, out: trio.MemorySendChannel[bytes]) -> None:
         self._out = out
-        self._pending: dict[str, _Pending] = {}
+        self._pending: dict[str, Sink] = {}
         self._next = 0
         self._closed: str | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
 
     def route(self, raw: Any) -> bool:
         """Take a decoded backend message if it belongs to a raw request (synchronous)."""
@@ -56,31 +95,68 @@ class Forwarder:
             return False
         request_id = raw.get("id")
         if isinstance(request_id, str):
-            pending = self._pending.get(request_id)
-            if pending is None or ("result" not in raw and "error" not in raw):
+            if "result" not in raw and "error" not in raw:
                 return False
-            pending.done = True
-            pending.result = raw.get("result") if "result" in raw else None
-            pending.error = raw.get("error") if "result" not in raw else None
-            pending.poke()
+            sink = self._pending.pop(request_id, None)
+            if sink is None:
+                return False
+            sink.answered(raw)
             return True
         if raw.get("method") == "notifications/progress":
             params = raw.get("params")
             token = params.get("progressToken") if isinstance(params, dict) else None
-            pending = self._pending.get(token) if isinstance(token, str) else None
-            if pending is None:
+            sink = self._pending.get(token) if isinstance(token, str) else None
+            if sink is None:
                 return False
-            pending.progress.append((params.get("progress", 0), params.get("total"), params.get("message")))
-            pending.poke()
+            sink.progressed(params)
             return True
         return False
 
     def close(self, reason: str) -> None:
         """Fail every pending request: the process is gone."""
-        self._closed = reason
-        for pending in self._pending.values():
-            pending.lost = reason
-            pending.poke()
+        if self._closed is None:
+            self._closed = reason
+        pending, self._pending = self._pending, {}
+        for sink in pending.values():
+            sink.lost(reason)
+
+    def send_nowait(self, method: str, params: dict[str, Any], sink: Sink, *, progress: bool) -> str | None:
+        """Send one request without waiting; its sink gets what comes back.
+
+        With `progress`, the backend is asked for progress notifications (their token is
+        the request's id). Returns our id for the request, or None when it could not be
+        sent now (the process is gone or its stdin is backed up): nothing was sent then.
+        """
+        if self._closed is not None:
+            return None
+        request_id = f"a{self._next + 1}"
+        if progress:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params = {**params, "_meta": meta}
+        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        try:
+            self._out.send_nowait(line.encode() + b"\n")
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            return None
+        self._next += 1
+        self._pending[request_id] = sink
+        return request_id
+
+    def cancel(self, request_id: str, reason: str = "cancelled by the client") -> bool:
+        """Forget a pending request and tell the backend; False when it was not pending."""
+        if self._pending.pop(request_id, None) is None:
+            return False
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": request_id, "reason": reason},
+        }
+        try:
+            self._out.send_nowait(json.dumps(note).encode() + b"\n")
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            pass
+        return True
 
     async def request(
         self, method: str, params: dict[str, Any], progress: ProgressSink | None = None
@@ -98,42 +174,28 @@ class Forwarder:
             meta = dict(params.get("_meta") or {})
             meta["progressToken"] = request_id
             params = {**params, "_meta": meta}
-        pending = _Pending()
-        self._pending[request_id] = pending
+        waiter = _Waiter()
+        self._pending[request_id] = waiter
         line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
             await self._out.send(line.encode() + b"\n")
             while True:
-                await pending.wake.wait()
-                pending.wake = trio.Event()
-                while pending.progress and progress is not None:
-                    await progress(*pending.progress.popleft())
-                if pending.done or pending.lost is not None:
+                await waiter.wake.wait()
+                waiter.wake = trio.Event()
+                while waiter.progress and progress is not None:
+                    p = waiter.progress.popleft()
+                    await progress(p.get("progress", 0), p.get("total"), p.get("message"))
+                if waiter.response is not None or waiter.lost_reason is not None:
                     break
         except trio.Cancelled:
-            if not pending.done and pending.lost is None:
-                self._cancel(request_id)
+            if waiter.response is None and waiter.lost_reason is None:
+                self.cancel(request_id)
             raise
         finally:
-            del self._pending[request_id]
-        if pending.lost is not None and not pending.done:
-            raise ForwardLost(pending.lost)
-        if pending.error is not None:
-            error = pending.error
-            raise MCPError(
-                code=int(error.get("code", -32603)),
-                message=str(error.get("message", "backend error")),
-                data=error.get("data"),
-            )
-        return pending.result if isinstance(pending.result, dict) else {}
-
-    def _cancel(self, request_id: str) -> None:
-        note = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": "cancelled by the client"},
-        }
-        try:
-            self._out.send_nowait(json.dumps(note).encode() + b"\n")
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+            self._pending.pop(request_id, None)
+        if waiter.response is None:
+            raise ForwardLost(waiter.lost_reason or "the backend went away")
+        if "result" not in waiter.response:
+            raise error_of(waiter.response)
+        result = waiter.response.get("result")
+        return result if isinstance(result, dict) else {}

@@ -6,6 +6,7 @@ cancellation) off the wire before the SDK sees it. It uses the connection's own 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -15,8 +16,10 @@ import trio
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from assern.actors.backend import messages as msgs
+from assern.actors.backend.forward import error_of
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import Origin
+from assern.actors.backend.splice import Describe, SplicedCall
 from assern.actors.listener.context import SessionContext, to_mcp_error
 from assern.actors.listener.jsonl import SendRaw
 
@@ -28,7 +31,9 @@ class RawLaneMixin:
     _session: Any
     _nursery: trio.Nursery | None
     _send_raw: SendRaw | None
-    _forwarded: dict[str | int, trio.CancelScope]
+    #: raw-lane calls in flight by the client's request id: spliced, or in a task
+    _forwarded: dict[str | int, SplicedCall | trio.CancelScope]
+    _origin_cache: tuple[Any, Origin] | None
     _origin: Callable[[Any, Any], Origin]
     _record_call: Callable[[str, float], None]
     _catalog_complete: Callable[[], bool]
@@ -48,10 +53,10 @@ class RawLaneMixin:
         if method == "notifications/cancelled":
             params = raw.get("params")
             request_id = params.get("requestId") if isinstance(params, dict) else None
-            scope = self._forwarded.get(request_id) if isinstance(request_id, str | int) else None
-            if scope is None:
+            entry = self._forwarded.get(request_id) if isinstance(request_id, str | int) else None
+            if entry is None:
                 return False
-            scope.cancel()
+            entry.cancel()
             return True
         if self._session is None or self._nursery is None:
             return False
@@ -77,11 +82,56 @@ class RawLaneMixin:
         if route is None or handle is None or not handle.actor.fast_path or request_id in self._forwarded:
             return False
         token = meta.get("progressToken") if meta else None
+        if token is not None and not isinstance(token, str | int):
+            return False
+        reply = RawReply(self, request_id, token, handle.name)
+        spliced = handle.actor.splice(
+            route.original,
+            arguments,
+            reply,
+            origin=self._raw_origin(),
+            request_id=request_id,
+            progress=token is not None,
+        )
+        if spliced is not None:
+            self._forwarded[request_id] = spliced
+            return True
+        # Not ready (or its stdin is backed up): through the mailbox, which waits for it.
         scope = self._forwarded[request_id] = trio.CancelScope()
         self._nursery.start_soon(
             self._forward_call, request_id, route.original, handle, arguments, token, scope
         )
         return True
+
+    def _raw_origin(self) -> Origin:
+        """This connection as the origin of its raw-lane calls (made once per session)."""
+        if self._origin_cache is None or self._origin_cache[0] is not self._session:
+            self._origin_cache = (self._session, self._origin(self._session, None))
+        return self._origin_cache[1]
+
+    def _cancel_forwarded(self) -> None:
+        """The client left: cancel its raw-lane calls still in flight at the backends."""
+        for entry in list(self._forwarded.values()):
+            entry.cancel()
+        self._forwarded.clear()
+
+    def _write_raw(self, line: bytes) -> None:
+        """Write one line to the client now, or in a task when its channel is full."""
+        send_raw, nursery = self._send_raw, self._nursery
+        if send_raw is None:
+            return
+        try:
+            send_raw.send_nowait(line)
+        except trio.WouldBlock:
+            if nursery is not None:
+                nursery.start_soon(self._send_quietly, send_raw, line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    @staticmethod
+    async def _send_quietly(send_raw: SendRaw, line: bytes) -> None:
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            await send_raw.send(line)
 
     def _list_tools_raw(self, raw: dict[str, Any]) -> bool:
         """Answer tools/list with the catalog's encoded tools, once every backend is listed."""
@@ -151,4 +201,63 @@ class RawLaneMixin:
                 self._record_call(handle.name, started)
                 await send_raw.send(json.dumps(line).encode() + b"\n")
         finally:
-            del self._forwarded[request_id]
+            self._forwarded.pop(request_id, None)
+
+
+class RawReply:
+    """A client's raw-lane tools/call as the backend's answer reaches it (splice.CallReply).
+
+    Everything here runs synchronously in the backend's stdout reader: the response is
+    rewritten to the client's request id (and progress to the client's token) and put
+    on the client's line channel.
+    """
+
+    __slots__ = ("_connection", "_request_id", "_server", "_started", "_token")
+
+    def __init__(
+        self, connection: RawLaneMixin, request_id: str | int, token: str | int | None, server: str
+    ) -> None:
+        self._connection = connection
+        self._request_id = request_id
+        self._token = token
+        self._server = server
+        self._started = trio.current_time()
+
+    def _done(self) -> None:
+        self._connection._forwarded.pop(self._request_id, None)
+        self._connection._record_call(self._server, self._started)
+
+    def answered(self, message: dict[str, Any]) -> None:
+        self._done()
+        if "result" in message:
+            line: dict[str, Any] = {"jsonrpc": "2.0", "id": self._request_id, "result": message["result"]}
+        else:
+            error = error_of(message).error.model_dump(mode="json", exclude_none=True)
+            line = {"jsonrpc": "2.0", "id": self._request_id, "error": error}
+        self._connection._write_raw(json.dumps(line).encode() + b"\n")
+
+    def progressed(self, params: dict[str, Any]) -> None:
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {**params, "progressToken": self._token},
+        }
+        self._connection._write_raw(json.dumps(note).encode() + b"\n")
+
+    def failed(self, error: Exception) -> None:
+        self._done()
+        self._send_error(error)
+
+    def lost(self, describe: Describe) -> None:
+        self._done()
+        nursery = self._connection._nursery
+        if nursery is not None:
+            nursery.start_soon(self._send_lost, describe)
+
+    async def _send_lost(self, describe: Describe) -> None:
+        self._send_error(await describe())
+
+    def _send_error(self, error: Exception) -> None:
+        payload = to_mcp_error(error).error.model_dump(mode="json", exclude_none=True)
+        line = {"jsonrpc": "2.0", "id": self._request_id, "error": payload}
+        self._connection._write_raw(json.dumps(line).encode() + b"\n")

@@ -58,7 +58,8 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         self._init_options: Any = None
         self._nursery: trio.Nursery | None = None
         #: raw-lane calls in flight, by the client's request id (for its cancellations)
-        self._forwarded: dict[str | int, trio.CancelScope] = {}
+        self._forwarded: dict[str | int, Any] = {}
+        self._origin_cache: tuple[Any, Origin] | None = None
         self._seen_version = shared.catalog.version
         #: when the client connected (epoch seconds) and the name it gave at initialize
         self.connected_at = time.time()
@@ -163,6 +164,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                     await self.server.run(read, write, self._init_options)
                     nursery.cancel_scope.cancel()
             finally:
+                self._cancel_forwarded()
                 self._send_raw = self._nursery = None
                 log.info("client_disconnected")
 

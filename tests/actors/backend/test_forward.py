@@ -1,0 +1,140 @@
+"""The raw lane's request table: ids of our own, answers and progress routed to sinks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+from mcp.shared.exceptions import MCPError
+
+from assern.actors.backend.forward import Forwarder, ForwardLost
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.answers: list[dict[str, Any]] = []
+        self.progress: list[dict[str, Any]] = []
+        self.losses: list[str] = []
+
+    def answered(self, message: dict[str, Any]) -> None:
+        self.answers.append(message)
+
+    def progressed(self, params: dict[str, Any]) -> None:
+        self.progress.append(params)
+
+    def lost(self, reason: str) -> None:
+        self.losses.append(reason)
+
+
+def written(recv: trio.MemoryReceiveChannel[bytes]) -> list[dict[str, Any]]:
+    lines = []
+    while True:
+        try:
+            lines.append(json.loads(recv.receive_nowait()))
+        except trio.WouldBlock:
+            return lines
+
+
+async def test_a_sent_request_gets_its_answer_and_progress() -> None:
+    send, recv = trio.open_memory_channel[bytes](8)
+    forwarder, sink = Forwarder(send), RecordingSink()
+    request_id = forwarder.send_nowait("tools/call", {"name": "echo"}, sink, progress=True)
+    [line] = written(recv)
+    assert line == {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "echo", "_meta": {"progressToken": request_id}},
+    }
+    assert isinstance(request_id, str)  # never an integer: the SDK's ids are
+    progress = {"progressToken": request_id, "progress": 1, "total": 2}
+    assert forwarder.route({"jsonrpc": "2.0", "method": "notifications/progress", "params": progress})
+    assert forwarder.route({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}})
+    assert sink.progress == [progress]
+    assert sink.answers == [{"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}]
+    # Answered means forgotten: a second answer with that id is not ours any more.
+    assert not forwarder.route({"jsonrpc": "2.0", "id": request_id, "result": {}})
+
+
+async def test_messages_that_are_not_ours_go_on_to_the_sdk() -> None:
+    send, _recv = trio.open_memory_channel[bytes](8)
+    forwarder = Forwarder(send)
+    forwarder.send_nowait("tools/call", {"name": "echo"}, RecordingSink(), progress=False)
+    assert not forwarder.route({"jsonrpc": "2.0", "id": 1, "result": {}})  # an SDK request's
+    assert not forwarder.route({"jsonrpc": "2.0", "id": "a1", "method": "roots/list"})  # a request
+    assert not forwarder.route({"jsonrpc": "2.0", "method": "notifications/progress", "params": {}})
+    assert not forwarder.route(["not", "a", "dict"])
+
+
+async def test_cancel_tells_the_backend_and_forgets_the_request() -> None:
+    send, recv = trio.open_memory_channel[bytes](8)
+    forwarder, sink = Forwarder(send), RecordingSink()
+    request_id = forwarder.send_nowait("tools/call", {"name": "sleep"}, sink, progress=False)
+    assert request_id is not None
+    assert forwarder.cancel(request_id)
+    assert not forwarder.cancel(request_id)
+    _request, note = written(recv)
+    assert note["method"] == "notifications/cancelled"
+    assert note["params"]["requestId"] == request_id
+    assert not forwarder.route({"jsonrpc": "2.0", "id": request_id, "result": {}})
+    assert sink.answers == []
+    assert sink.losses == []
+
+
+async def test_close_fails_every_pending_request_and_refuses_new_ones() -> None:
+    send, _recv = trio.open_memory_channel[bytes](8)
+    forwarder = Forwarder(send)
+    sinks = [RecordingSink(), RecordingSink()]
+    for sink in sinks:
+        forwarder.send_nowait("tools/call", {"name": "sleep"}, sink, progress=False)
+    forwarder.close("the backend closed its stdout")
+    assert [s.losses for s in sinks] == [["the backend closed its stdout"]] * 2
+    assert forwarder.closed
+    assert forwarder.send_nowait("tools/call", {"name": "echo"}, RecordingSink(), progress=False) is None
+    with pytest.raises(ForwardLost, match="closed its stdout"):
+        await forwarder.request("tools/call", {"name": "echo"})
+
+
+async def test_a_backed_up_stdin_sends_nothing_and_keeps_nothing() -> None:
+    send, recv = trio.open_memory_channel[bytes](1)
+    forwarder, sink = Forwarder(send), RecordingSink()
+    assert forwarder.send_nowait("tools/call", {"name": "a"}, sink, progress=False) == "a1"
+    assert forwarder.send_nowait("tools/call", {"name": "b"}, sink, progress=False) is None
+    forwarder.close("gone")
+    assert sink.losses == ["gone"]  # only the request that went out
+    assert len(written(recv)) == 1
+
+
+async def test_request_waits_for_the_result_or_raises_the_backend_error() -> None:
+    send, recv = trio.open_memory_channel[bytes](8)
+    forwarder = Forwarder(send)
+    results: list[Any] = []
+
+    async def call(name: str) -> None:
+        try:
+            results.append(await forwarder.request("tools/call", {"name": name}))
+        except MCPError as exc:
+            results.append((exc.error.code, exc.error.message, exc.error.data))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call, "good")
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(call, "bad")
+        await trio.testing.wait_all_tasks_blocked()
+        good, bad = written(recv)
+        forwarder.route({"jsonrpc": "2.0", "id": bad["id"], "error": {"code": -32602, "message": "no"}})
+        forwarder.route({"jsonrpc": "2.0", "id": good["id"], "result": {"content": [], "isError": False}})
+    assert results == [(-32602, "no", None), {"content": [], "isError": False}]
+
+
+async def test_a_cancelled_request_cancels_at_the_backend(autojump_clock: trio.testing.MockClock) -> None:
+    send, recv = trio.open_memory_channel[bytes](8)
+    forwarder = Forwarder(send)
+    with trio.move_on_after(5):
+        await forwarder.request("tools/call", {"name": "sleep"})
+    request, note = written(recv)
+    assert note["params"]["requestId"] == request["id"]
+    assert not forwarder.route({"jsonrpc": "2.0", "id": request["id"], "result": {}})
