@@ -30,6 +30,16 @@ class ForwardLost(Exception):
     """The backend went away before it answered."""
 
 
+class Outbox(Protocol):
+    """The backend's stdin, in order with the SDK's messages (supervisor/writer.py)."""
+
+    def write_nowait(self, data: bytes) -> bool:
+        """Write or queue `data` at once; False when refused (nothing written)."""
+
+    async def write(self, data: bytes) -> None:
+        """Write `data`; raises trio.BrokenResourceError once the pipe is broken."""
+
+
 class Sink(Protocol):
     """Where what the backend sends about one request goes (called synchronously)."""
 
@@ -79,7 +89,7 @@ class _Waiter:
 class Forwarder:
     """Pending raw requests of one backend process. Owned by that process's transport."""
 
-    def __init__(self, out: trio.MemorySendChannel[bytes]) -> None:
+    def __init__(self, out: Outbox) -> None:
         self._out = out
         self._pending: dict[str, Sink] = {}
         self._next = 0
@@ -135,9 +145,7 @@ class Forwarder:
             meta["progressToken"] = request_id
             params = {**params, "_meta": meta}
         line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        try:
-            self._out.send_nowait(line.encode() + b"\n")
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+        if not self._out.write_nowait(line.encode() + b"\n"):
             return None
         self._next += 1
         self._pending[request_id] = sink
@@ -152,10 +160,7 @@ class Forwarder:
             "method": "notifications/cancelled",
             "params": {"requestId": request_id, "reason": reason},
         }
-        try:
-            self._out.send_nowait(json.dumps(note).encode() + b"\n")
-        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
-            pass
+        self._out.write_nowait(json.dumps(note).encode() + b"\n")
         return True
 
     async def request(
@@ -178,7 +183,10 @@ class Forwarder:
         self._pending[request_id] = waiter
         line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
         try:
-            await self._out.send(line.encode() + b"\n")
+            try:
+                await self._out.write(line.encode() + b"\n")
+            except trio.BrokenResourceError as exc:
+                raise ForwardLost("the backend closed its stdin") from exc
             while True:
                 await waiter.wake.wait()
                 waiter.wake = trio.Event()

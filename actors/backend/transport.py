@@ -23,6 +23,7 @@ from mcp.shared.message import SessionMessage
 from assern.actors.backend.forward import Forwarder
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.process import ChildProcess, spawn, stop_process
+from assern.supervisor.writer import DirectWriter
 
 STDERR_TAIL = 50
 _MAX_LINE = 64 * 1024 * 1024
@@ -96,8 +97,8 @@ async def stdio_transport(
     on_spawn(process.pid)  # recorded before anything can go wrong (see PidRegistry)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
-    out_send, out_recv = trio.open_memory_channel[bytes](64)
-    forwarder = link.forwarder = Forwarder(out_send)
+    stdin = DirectWriter(process.stdin)
+    forwarder = link.forwarder = Forwarder(stdin)
 
     async def pump_stdout() -> None:
         async with read_send:
@@ -123,15 +124,15 @@ async def stdio_transport(
         async with write_recv:
             async for message in write_recv:
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await out_send.send(data.encode() + b"\n")
+                try:
+                    await stdin.write(data.encode() + b"\n")
+                except trio.BrokenResourceError:
+                    return
 
     async def pump_stdin() -> None:
-        try:
-            async for data in out_recv:
-                await process.stdin.send_all(data)
-        except (trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-            read_send.close()
-            forwarder.close("the backend closed its stdin")
+        await stdin.pump()
+        read_send.close()
+        forwarder.close("the backend closed its stdin")
 
     async def pump_stderr() -> None:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):

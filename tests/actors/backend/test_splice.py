@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -58,9 +58,9 @@ def start(books: Books, forwarder: Forwarder, timeout: float = 10.0) -> tuple[Sp
     return call, reply
 
 
-async def test_an_answer_is_counted_once_and_handed_on() -> None:
-    send, _recv = trio.open_memory_channel[bytes](8)
-    books, forwarder = Books(), Forwarder(send)
+async def test_an_answer_is_counted_once_and_handed_on(outbox: Callable[..., Any]) -> None:
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     call, reply = start(books, forwarder)
     answer = {"jsonrpc": "2.0", "id": call.backend_id, "result": {"content": []}}
     assert forwarder.route(answer)
@@ -69,30 +69,29 @@ async def test_an_answer_is_counted_once_and_handed_on() -> None:
     assert books.ends == [(call.backend_id, True, False)]
 
 
-async def test_an_error_answer_counts_as_not_ok() -> None:
-    send, _recv = trio.open_memory_channel[bytes](8)
-    books, forwarder = Books(), Forwarder(send)
+async def test_an_error_answer_counts_as_not_ok(outbox: Callable[..., Any]) -> None:
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     call, _reply = start(books, forwarder)
     forwarder.route({"jsonrpc": "2.0", "id": call.backend_id, "error": {"code": 1, "message": "x"}})
     assert books.ends == [(call.backend_id, False, False)]
 
 
-async def test_a_cancelled_call_tells_the_backend_and_gets_no_answer() -> None:
-    send, recv = trio.open_memory_channel[bytes](8)
-    books, forwarder = Books(), Forwarder(send)
+async def test_a_cancelled_call_tells_the_backend_and_gets_no_answer(outbox: Callable[..., Any]) -> None:
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     call, reply = start(books, forwarder)
     call.cancel()
-    recv.receive_nowait()
-    note = json.loads(recv.receive_nowait())
+    _request, note = out.take()
     assert note["method"] == "notifications/cancelled"
     assert note["params"]["requestId"] == call.backend_id
     assert reply.events == []
     assert books.ends == [(call.backend_id, False, True)]
 
 
-async def test_a_lost_backend_hands_on_a_description() -> None:
-    send, _recv = trio.open_memory_channel[bytes](8)
-    books, forwarder = Books(), Forwarder(send)
+async def test_a_lost_backend_hands_on_a_description(outbox: Callable[..., Any]) -> None:
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     call, reply = start(books, forwarder)
     forwarder.close("the backend closed its stdout")
     [(kind, describe)] = reply.events
@@ -102,10 +101,10 @@ async def test_a_lost_backend_hands_on_a_description() -> None:
 
 
 async def test_a_call_past_its_deadline_expires_and_progress_extends_it(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, outbox: Callable[..., Any]
 ) -> None:
-    send, recv = trio.open_memory_channel[bytes](16)
-    books, forwarder = Books(), Forwarder(send)
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     expired: list[tuple[str, float]] = []
 
     def on_expired(call: SplicedCall) -> None:
@@ -127,13 +126,15 @@ async def test_a_call_past_its_deadline_expires_and_progress_extends_it(
     assert first_reply.events == [("failed", "echo timed out")]
     assert second_reply.events == [("progressed", progress), ("failed", "echo timed out")]
     assert books.ends == [(first.backend_id, False, False), (second.backend_id, False, False)]
-    cancelled = [json.loads(line) for line in _drain(recv) if b"cancelled" in line]
+    cancelled = [line for line in out.take() if line.get("method") == "notifications/cancelled"]
     assert [n["params"]["requestId"] for n in cancelled] == [first.backend_id, second.backend_id]
 
 
-async def test_an_answered_call_never_expires(autojump_clock: trio.testing.MockClock) -> None:
-    send, _recv = trio.open_memory_channel[bytes](16)
-    books, forwarder = Books(), Forwarder(send)
+async def test_an_answered_call_never_expires(
+    autojump_clock: trio.testing.MockClock, outbox: Callable[..., Any]
+) -> None:
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     expired: list[SplicedCall] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_deadlines, books.calls, 10.0, expired.append)
@@ -145,9 +146,11 @@ async def test_an_answered_call_never_expires(autojump_clock: trio.testing.MockC
     assert expired == []
 
 
-async def test_no_timeout_means_no_expiry(autojump_clock: trio.testing.MockClock) -> None:
-    send, _recv = trio.open_memory_channel[bytes](16)
-    books, forwarder = Books(), Forwarder(send)
+async def test_no_timeout_means_no_expiry(
+    autojump_clock: trio.testing.MockClock, outbox: Callable[..., Any]
+) -> None:
+    out = outbox()
+    books, forwarder = Books(), Forwarder(out)
     expired: list[SplicedCall] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch_deadlines, books.calls, math.inf, expired.append)
@@ -155,12 +158,3 @@ async def test_no_timeout_means_no_expiry(autojump_clock: trio.testing.MockClock
         await trio.sleep(10**6)
         nursery.cancel_scope.cancel()
     assert expired == []
-
-
-def _drain(recv: trio.MemoryReceiveChannel[bytes]) -> list[bytes]:
-    lines = []
-    while True:
-        try:
-            lines.append(recv.receive_nowait())
-        except trio.WouldBlock:
-            return lines

@@ -1,0 +1,108 @@
+"""DirectWriter: synchronous writes to a pipe, in order, queued when the pipe is full."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import trio
+import trio.lowlevel
+import trio.testing
+
+from assern.supervisor.writer import DirectWriter
+
+
+def pipe() -> tuple[int, trio.lowlevel.FdStream]:
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    return read_fd, trio.lowlevel.FdStream(write_fd)
+
+
+def drain(fd: int) -> bytes:
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return data
+        if not chunk:
+            return data
+        data += chunk
+
+
+async def test_a_write_reaches_the_pipe_at_once_without_the_pump() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    assert writer.write_nowait(b"one\n")
+    await writer.write(b"two\n")
+    assert drain(read_fd) == b"one\ntwo\n"
+    os.close(read_fd)
+    await stream.aclose()
+
+
+async def test_a_full_pipe_queues_in_order_and_the_pump_drains_it() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    lines = [b"%06d" % i + b"x" * 1000 + b"\n" for i in range(400)]  # ~400 KB: more than a pipe holds
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.pump)
+        for line in lines:
+            assert writer.write_nowait(line)
+        received = b""
+        while len(received) < sum(map(len, lines)):
+            received += drain(read_fd)
+            await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    assert received == b"".join(lines)
+    os.close(read_fd)
+    await stream.aclose()
+
+
+async def test_a_synchronous_writer_is_refused_past_the_limit_but_write_is_not() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream, limit=10_000)
+    big = b"y" * 100_000
+    assert writer.write_nowait(big)  # fills the pipe; the rest waits in the queue
+    assert not writer.write_nowait(b"refused\n")
+    await writer.write(b"accepted\n")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.pump)
+        received = b""
+        while not received.endswith(b"accepted\n"):
+            received += drain(read_fd)
+            await trio.lowlevel.checkpoint()
+        nursery.cancel_scope.cancel()
+    assert received == big + b"accepted\n"
+    os.close(read_fd)
+    await stream.aclose()
+
+
+async def test_a_broken_pipe_refuses_writes_and_ends_the_pump() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    os.close(read_fd)
+    assert not writer.write_nowait(b"lost\n")
+    assert isinstance(writer.broken, BrokenPipeError)
+    with pytest.raises(trio.BrokenResourceError):
+        await writer.write(b"lost too\n")
+    with trio.fail_after(5):
+        await writer.pump()  # returns at once: nothing can be written any more
+    await stream.aclose()
+
+
+async def test_the_pump_notices_a_pipe_that_breaks_while_it_waits() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    assert writer.write_nowait(b"z" * 200_000)  # the rest is queued for the pump
+
+    async def close_reader_once_the_pump_waits() -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        os.close(read_fd)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(close_reader_once_the_pump_waits)
+        with trio.fail_after(5):
+            await writer.pump()  # returns once the pipe broke
+    assert writer.broken is not None
+    assert not writer.write_nowait(b"after\n")
+    await stream.aclose()
