@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from assern.actors.backend.errors import BackendHung, BackendTimeout, describe_exit
-from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.forward import STOPPING, ForwardLost
 from assern.actors.backend.messages import (
     BackendRequest,
     BackendUnavailable,
@@ -35,6 +35,7 @@ from assern.actors.backend.messages import (
     Subscribe,
 )
 from assern.actors.backend.splice import CallReply, Describe, SplicedCall
+from assern.actors.backend.status import BackendStatus
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.mailbox import reply_to
@@ -70,6 +71,7 @@ class RequestsMixin:
     _exit_reason: str | None
     _last_activity: float
     _end: Exception | None
+    _status: BackendStatus
     _spliced: dict[str, SplicedCall]
     fast_path: bool
     _set: Callable[..., None]
@@ -143,6 +145,8 @@ class RequestsMixin:
         async def describe() -> Exception:
             if self._exit_reason is not None:
                 return BackendUnavailable(name, self._exit_reason)
+            if reason == STOPPING:  # stopped from outside: a restart, a reload, a stop
+                return BackendUnavailable(name, self._status.last_exit or "it restarted")
             with trio.move_on_after(1.0):
                 await link.exited.wait()
             if link.exited.is_set() or link.exit_code is not None:

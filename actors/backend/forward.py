@@ -26,6 +26,10 @@ from mcp.shared.exceptions import MCPError
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
 
+#: Why pending requests fail when their backend's incarnation is being stopped by us.
+STOPPING = "the backend is stopping"
+
+
 class ForwardLost(Exception):
     """The backend went away before it answered."""
 

@@ -20,7 +20,7 @@ import trio
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
-from assern.actors.backend.forward import Forwarder
+from assern.actors.backend.forward import STOPPING, Forwarder
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.process import ChildProcess, spawn, stop_process
 from assern.supervisor.writer import DirectWriter
@@ -154,7 +154,7 @@ async def stdio_transport(
         try:
             yield read_recv, write_send
         finally:
-            forwarder.close("the backend is stopping")
+            forwarder.close(STOPPING)
             code = await stop_process(process)
             if link.exit_code is None:
                 link.exit_code = code
