@@ -7,12 +7,15 @@ while it serves. Human output (list, demo) goes to stdout only in those commands
 sharing"): the election makes it the primary (it detaches into its own session and
 runs the tree) or a proxy (it bridges stdio to the primary's socket and starts nothing).
 The tree and the SDK are imported only by the commands that run them, so a proxy and
-`assernctl` start quickly.
+`assernctl` start quickly. The process that runs the tree for a stdio client claims
+stdio first and opens the front door on it (actors/listener/front_door.py), which
+answers the client's `initialize` while the tree is imported in a worker thread.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -178,13 +181,43 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
                 return link
             log.info("primary_detached", pid=os.getpid(), slot=elected.slot.name)
             primary = (elected, link)
-    # Imported here, after the fork: the launcher that only waits stays small.
-    from assern.supervisor.tree import Hosting, Tree
-
-    hosting = Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
-    tree = Tree(config, load, stdio=True, run_dir=_run_dir(), hosting=hosting)
-    trio.run(tree.run)
+    trio.run(_serve_tree, config, load, primary)
     return 0
+
+
+async def _serve_tree(
+    config: ResolvedConfig, load: Callable[[], ResolvedConfig], primary: tuple[Primary, LauncherLink] | None
+) -> None:
+    """Run the tree for our stdio client, met at the front door while the tree loads."""
+    from assern.actors.listener.front_door import FrontDoor, capabilities_from
+    from assern.actors.listener.stdio import StdioClaim
+    from assern.actors.router.capability_file import cache_file, remembered_raw
+
+    run_dir = _run_dir()
+    cache = cache_file(run_dir.parent)  # the tree's own capability cache (supervisor/tree.py)
+    claim = StdioClaim()
+    try:
+        door = FrontDoor(
+            claim.stdin,
+            claim.stdout,
+            # With a wait configured, the handshake may wait for backends: the SDK path's.
+            answer=config.settings.initialize_wait <= 0,
+            capabilities=lambda: capabilities_from(remembered_raw(cache, config.servers).values()),
+            release=claim.release,
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(door.run)
+            # Imported here, after the fork (the launcher that only waits stays small),
+            # and in a thread: the door answers meanwhile.
+            tree_module = await trio.to_thread.run_sync(importlib.import_module, "assern.supervisor.tree")
+            hosting = (
+                tree_module.Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
+            )
+            tree = tree_module.Tree(config, load, stdio=True, run_dir=run_dir, hosting=hosting, door=door)
+            await tree.run()
+            nursery.cancel_scope.cancel()
+    finally:
+        claim.release()
 
 
 def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:

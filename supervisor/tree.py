@@ -4,6 +4,9 @@
 the actors that own them, and wires the actors together. The root supervisor restarts a
 crashed core actor and everything started after it; a core actor that keeps crashing
 takes the tree down (escalation), a backend never does.
+
+`assern serve` builds its tree with the front door that already holds stdio
+(actors/listener/front_door.py); the listener takes it over when it starts.
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
 from assern.actors.config.spec import ResolvedConfig
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
 from assern.actors.listener.control import ControlPlane
+from assern.actors.listener.front_door import FrontDoor
 from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
 from assern.actors.router.actor import RouterActor, RouterMsg
 from assern.actors.router.capabilities import CapabilityCache
+from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
 from assern.supervisor.cell import Cell
 from assern.supervisor.detach import FAILED, STAYING, STOPPED, LauncherLink
@@ -66,6 +71,8 @@ class Tree:
 
     With `hosting`, the tree is a primary: the listener also serves the MCP and control
     sockets, and the tree stops when its last client is gone (a daemon: when told to).
+    With `door` (and `stdio`), the stdio client is taken over from that front door;
+    without one, the listener claims stdio itself.
     """
 
     def __init__(
@@ -77,6 +84,7 @@ class Tree:
         handle_signals: bool = True,
         run_dir: Path | None = None,
         hosting: Hosting | None = None,
+        door: FrontDoor | None = None,
     ) -> None:
         self.handle_signals = handle_signals
         self.hosting = hosting
@@ -108,9 +116,7 @@ class Tree:
         )
         # What each backend offered when it last ran: known at a client's initialize
         # before the backends are ready again (see actors/router/capabilities.py).
-        self.capabilities = (
-            CapabilityCache(run_dir.parent / "cache" / "capabilities.json") if run_dir is not None else None
-        )
+        self.capabilities = CapabilityCache(cache_file(run_dir.parent)) if run_dir is not None else None
         self.router = RouterActor(
             router_recv,
             self.catalog,
@@ -137,6 +143,7 @@ class Tree:
             on_staying=self._staying,
             stdio_gone=launcher.gone if launcher is not None else None,
             sockets=self._socket_service(hosting) if hosting is not None else None,
+            door=door,
         )
 
     def _socket_service(self, hosting: Hosting) -> SocketService:

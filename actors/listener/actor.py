@@ -1,11 +1,15 @@
 """The listener: accepts clients and runs one MCP server session per connection.
 
 Clients come over stdio and, on a primary, over its MCP Unix socket; `assernctl` comes
-over the control socket. The listener also fans backend notifications (resource
-updates, log messages) out to the connected clients, and decides when a primary may
-stop: once its stdio client left and no socket client remains (never for a daemon).
-Stopping then happens under the instance lock, after one last look at the backlog, so
-a proxy that connected just before is served rather than dropped.
+over the control socket. The stdio client is usually met at the front door first
+(front_door.py: `assern serve` opens it before the tree is even imported): the listener
+then takes the door over, with what the client sent meanwhile and the initialize the
+door already answered, instead of claiming stdio itself. The listener also fans backend
+notifications (resource updates, log messages) out to the connected clients, and
+decides when a primary may stop: once its stdio client left and no socket client
+remains (never for a daemon). Stopping then happens under the instance lock, after one
+last look at the backlog, so a proxy that connected just before is served rather than
+dropped.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import trio
 
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control import ControlPlane, serve_control
+from assern.actors.listener.front_door import FrontDoor, RequestId
 from assern.actors.listener.jsonl import error_line, jsonl_streams
 from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
@@ -80,6 +85,8 @@ class ListenerActor:
         stdio_gone: Returns when the stdio client is known to be gone even though its
             pipes may still be open (the launcher of a detached primary exited).
         sockets: A primary's sockets, or None for an isolated instance.
+        door: The front door that holds stdio (`assern serve`); without one, the
+            listener claims stdio itself.
     """
 
     def __init__(
@@ -93,8 +100,10 @@ class ListenerActor:
         on_staying: Callable[[], None] = lambda: None,
         stdio_gone: Callable[[], Awaitable[None]] | None = None,
         sockets: SocketService | None = None,
+        door: FrontDoor | None = None,
     ) -> None:
         self.shared = shared
+        self.door = door
         self.notes = notes
         self.stdio = stdio
         self.sockets = sockets
@@ -139,14 +148,26 @@ class ListenerActor:
         ]
 
     async def serve_connection(
-        self, kind: str, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream
+        self,
+        kind: str,
+        receive: trio.abc.ReceiveStream,
+        send: trio.abc.SendStream,
+        *,
+        answered: RequestId | None = None,
     ) -> None:
-        """Serve one client over a byte stream pair until it disconnects."""
+        """Serve one client over a byte stream pair until it disconnects.
+
+        `answered`: the id of the initialize the front door answered already.
+        """
         client_id = f"{kind}-{next(self._ids)}"
         connection = ClientConnection(client_id, self.shared)
         self.connections[client_id] = connection
         try:
-            async with jsonl_streams(receive, send, connection.intercept) as (read, write, send_raw):
+            async with jsonl_streams(receive, send, connection.intercept, answered=answered) as (
+                read,
+                write,
+                send_raw,
+            ):
                 await connection.serve(read, write, send_raw)
         finally:
             del self.connections[client_id]
@@ -159,9 +180,15 @@ class ListenerActor:
         async with trio.open_nursery() as nursery:
             if self._stdio_gone is not None:
                 nursery.start_soon(self._end_stdio_when_gone, nursery.cancel_scope)
-            with claim_stdio() as (stdin, stdout):
-                await self.serve_connection("stdio", stdin, stdout)
+            if self.door is not None:
+                wire = await self.door.take()
+                await self.serve_connection("stdio", wire.receive, wire.send, answered=wire.answered)
+            else:
+                with claim_stdio() as (stdin, stdout):
+                    await self.serve_connection("stdio", stdin, stdout)
             nursery.cancel_scope.cancel()
+        if self.door is not None:
+            self.door.close()
         log.info("stdio_closed")
         self._stdio_done.set()
         self._on_stdio_closed()

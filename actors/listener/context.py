@@ -11,6 +11,7 @@ from mcp.shared.exceptions import MCPError
 
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable
+from assern.actors.listener.front_door import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.supervisor.cell import Cell
@@ -34,7 +35,8 @@ class SessionContext:
     initialize_wait: float = 0.0
     #: capabilities remembered from earlier runs, for backends that are not ready yet
     remembered: Callable[[], Mapping[str, types.ServerCapabilities]] = dict
-    server_name: str = "assern"
+    #: `serverInfo.name` (the front door answers an early initialize with the same)
+    server_name: str = SERVER_NAME
     instructions: str | None = None
     #: recent call latencies per backend, recorded by every connection (for status)
     stats: CallStats = attrs.field(factory=CallStats, eq=False)

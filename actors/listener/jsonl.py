@@ -14,9 +14,12 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+import structlog
 import trio
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+log = structlog.get_logger()
 
 MAX_LINE = 64 * 1024 * 1024
 
@@ -80,13 +83,20 @@ SendRaw = trio.MemorySendChannel[bytes]
 
 @contextlib.asynccontextmanager
 async def jsonl_streams(
-    receive: trio.abc.ReceiveStream, send: trio.abc.SendStream, intercept: Intercept | None = None
+    receive: trio.abc.ReceiveStream,
+    send: trio.abc.SendStream,
+    intercept: Intercept | None = None,
+    *,
+    answered: types.RequestId | None = None,
 ) -> AsyncIterator[tuple[Any, Any, SendRaw]]:
     """Yield (read, write, send_raw) over a byte stream pair.
 
     `read` and `write` are anyio streams of `SessionMessage` for the SDK; `send_raw` is
     the channel of already-encoded lines, written in order with everything else. `intercept`, when
     given, sees each decoded message before the SDK and may take it (the raw lane).
+    `answered` is the id of a request the client already got its response to (the
+    `initialize` the front door answered, see front_door.py): the SDK's own response to
+    it, the first one with that id, is dropped.
     The read stream ends when the peer closes its side. Leaving the block stops the pumps.
     """
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
@@ -112,9 +122,20 @@ async def jsonl_streams(
                         return
 
     async def pump_messages() -> None:
+        drop = answered
         async with write_recv:
             async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                reply = message.message
+                if (
+                    drop is not None
+                    and isinstance(reply, types.JSONRPCResponse | types.JSONRPCError)
+                    and reply.id == drop
+                ):
+                    drop = None  # answered already
+                    if isinstance(reply, types.JSONRPCError):
+                        log.warning("early_answer_contradicted", error=reply.error.message)
+                    continue
+                data = reply.model_dump_json(by_alias=True, exclude_unset=True)
                 await out_send.send(data.encode() + b"\n")
 
     async def pump_out() -> None:

@@ -5,6 +5,11 @@ handlers are bound to it), so server-to-client requests of a backend go back to 
 client whose call caused them. Lists are served from the router's immutable catalog;
 calls go straight to the owning backend's mailbox: the router is not on the call path.
 The request handlers live in handlers.py, the raw tools/call lane in raw_lane.py.
+
+The stdio client of `assern serve` may have had its `initialize` answered already by
+the front door (front_door.py), from the same facts `capabilities()` uses while the
+catalog is empty: the SDK session still handles that request (it records the client
+and the negotiated version), and jsonl.py drops its response.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable, Origin
 from assern.actors.backend.status import BackendState
 from assern.actors.listener.context import UNAVAILABLE, Directory, SessionContext, to_mcp_error
+from assern.actors.listener.front_door import SERVER_VERSION
 from assern.actors.listener.handlers import HandlersMixin
 from assern.actors.listener.jsonl import SendRaw
 from assern.actors.listener.raw_lane import RawLaneMixin
@@ -73,7 +79,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             warnings.simplefilter("ignore")  # logging/setLevel is deprecated in 2026-07-28
             server: Server[Any] = Server(
                 self.shared.server_name,
-                version="0.1.0",
+                version=SERVER_VERSION,
                 instructions=self.shared.instructions,
                 on_list_tools=self._list_tools,
                 on_call_tool=self._call_tool,

@@ -1,9 +1,11 @@
 """Our own stdin/stdout as trio streams, with the standard descriptors diverted meanwhile.
 
-While serving, fd 0 reads the null device and fd 1 writes to stderr, so nothing else in
+While claimed, fd 0 reads the null device and fd 1 writes to stderr, so nothing else in
 the process (a library's print, a child that inherits them) can corrupt the MCP wire.
-A primary that keeps serving socket clients after its own stdio client left lets go of
-the standard descriptors altogether (`release_stdio`).
+`assern serve` claims stdio before it imports the tree (supervisor/cli.py, for the
+front door); the listener claims it itself when nobody did (`claim_stdio`). A primary
+that keeps serving socket clients after its own stdio client left lets go of the
+standard descriptors altogether (`release_stdio`).
 """
 
 from __future__ import annotations
@@ -15,32 +17,45 @@ from collections.abc import Iterator
 import trio
 
 
-@contextlib.contextmanager
-def claim_stdio() -> Iterator[tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
-    wire_in = os.dup(0)
-    wire_out = os.dup(1)
-    saved_in = os.dup(0)
-    saved_out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    os.dup2(2, 1)
-    stdin, stdout = trio.lowlevel.FdStream(wire_in), trio.lowlevel.FdStream(wire_out)
-    try:
-        yield stdin, stdout
-    finally:
+class StdioClaim:
+    """Our stdin and stdout taken as the MCP wire (`stdin`, `stdout`) until `release()`."""
+
+    def __init__(self) -> None:
+        wire_in = os.dup(0)
+        wire_out = os.dup(1)
+        self._saved: tuple[int, int] | None = (os.dup(0), os.dup(1))
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        self.stdin = trio.lowlevel.FdStream(wire_in)
+        self.stdout = trio.lowlevel.FdStream(wire_out)
+
+    def release(self) -> None:
+        """Close our copies of the wire and restore fds 0 and 1 (idempotent)."""
+        if self._saved is None:
+            return
+        saved, self._saved = self._saved, None
         # Our copies of the wire go now: a primary that outlives its stdio client must
         # not keep that client's pipes open.
-        stdin.close()
-        stdout.close()
+        self.stdin.close()
+        self.stdout.close()
         # FdStream made the shared descriptions non-blocking; a terminal must not stay so.
-        for fd in (saved_in, saved_out):
+        for fd in saved:
             with contextlib.suppress(OSError):
                 os.set_blocking(fd, True)
-        os.dup2(saved_in, 0)
-        os.dup2(saved_out, 1)
-        os.close(saved_in)
-        os.close(saved_out)
+        for fd, target in zip(saved, (0, 1), strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def claim_stdio() -> Iterator[tuple[trio.lowlevel.FdStream, trio.lowlevel.FdStream]]:
+    claim = StdioClaim()
+    try:
+        yield claim.stdin, claim.stdout
+    finally:
+        claim.release()
 
 
 def release_stdio() -> None:

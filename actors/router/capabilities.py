@@ -4,12 +4,12 @@ A client's `initialize` is answered at once, often before the backends are ready
 that assern still advertises only what its backends really offer (resource
 subscriptions, logging, completions), the router records every ready backend's
 capabilities here, keyed by a fingerprint of how it is started; the next run uses them
-until the backend is ready again.
+until the backend is ready again. The file's format and its reading without the SDK
+are in capability_file.py (the front door reads it before the SDK is imported).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,14 +19,11 @@ import structlog
 from pydantic import ValidationError
 
 from assern.actors.config.spec import ServerSpec
+from assern.actors.router.capability_file import fingerprint, read_entries
+
+__all__ = ["CapabilityCache", "fingerprint"]
 
 log = structlog.get_logger()
-
-
-def fingerprint(spec: ServerSpec) -> str:
-    """How the backend is started (never its env or headers: those may hold secrets)."""
-    shape = [spec.transport, spec.command, list(spec.args), spec.cwd, spec.url, spec.protocol]
-    return hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
 
 
 class CapabilityCache:
@@ -34,13 +31,7 @@ class CapabilityCache:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._entries: dict[str, dict[str, object]] = {}
-        try:
-            loaded = json.loads(path.read_text())
-        except (OSError, ValueError):
-            loaded = {}
-        if isinstance(loaded, dict):
-            self._entries = {k: v for k, v in loaded.items() if isinstance(v, dict)}
+        self._entries: dict[str, dict[str, object]] = dict(read_entries(path))
 
     def get(self, spec: ServerSpec) -> types.ServerCapabilities | None:
         entry = self._entries.get(spec.name)

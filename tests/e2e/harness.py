@@ -7,13 +7,16 @@ SDK-built test server in tests/servers/testing_server.py.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
+import trio
 from mcp.client.stdio import StdioServerParameters
 
 TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_server.py"
@@ -42,12 +45,54 @@ class AssernEnv:
         return self.params("serve", "--config", str(config), *extra)
 
     def log_events(self) -> list[dict[str, object]]:
-        import json
-
         path = self.assern_home / "logs" / "assern.log"
         if not path.exists():
             return []
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class Wire:
+    """The raw newline-delimited JSON-RPC wire of an `assern serve` process."""
+
+    def __init__(self, send: trio.abc.SendStream, receive: trio.abc.ReceiveStream) -> None:
+        self.stdin = send
+        self.stdout = receive
+        #: every message received so far, in order
+        self.received: list[dict[str, Any]] = []
+        self._buffer = b""
+
+    @staticmethod
+    def line(message: dict[str, Any]) -> bytes:
+        return json.dumps(message).encode() + b"\n"
+
+    @classmethod
+    def of(cls, process: trio.Process) -> Wire:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        return cls(process.stdin, process.stdout)
+
+    async def send_line(self, line: bytes | str) -> None:
+        data = line.encode() if isinstance(line, str) else line
+        await self.stdin.send_all(data + b"\n")
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.stdin.send_all(self.line(message))
+
+    async def receive(self) -> dict[str, Any]:
+        while b"\n" not in self._buffer:
+            chunk = await self.stdout.receive_some(65536)
+            assert chunk, "assern closed its stdout"
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        self.received.append(json.loads(line))
+        return self.received[-1]
+
+    async def response(self, request_id: Any) -> dict[str, Any]:
+        """The next message with this id (notifications in between are skipped)."""
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id and ("result" in message or "error" in message):
+                return message
 
 
 def server_table(name: str, *flags: str) -> str:

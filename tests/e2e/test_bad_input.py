@@ -2,51 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
-from harness import AssernEnv, assern_command, server_table
+from harness import AssernEnv, Wire, assern_command, server_table
 
 pytestmark = pytest.mark.e2e
-
-
-class Wire:
-    """The raw newline-delimited JSON-RPC wire of an `assern serve` process."""
-
-    def __init__(self, process: trio.Process) -> None:
-        assert process.stdin is not None
-        assert process.stdout is not None
-        self.process = process
-        self._buffer = b""
-
-    async def send_line(self, line: bytes | str) -> None:
-        data = line.encode() if isinstance(line, str) else line
-        assert self.process.stdin is not None
-        await self.process.stdin.send_all(data + b"\n")
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.send_line(json.dumps(message))
-
-    async def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        while b"\n" not in self._buffer:
-            chunk = await self.process.stdout.receive_some(65536)
-            assert chunk, "assern closed its stdout"
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
-
-    async def response(self, request_id: Any) -> dict[str, Any]:
-        """The next message with this id (notifications in between are skipped)."""
-        while True:
-            message = await self.receive()
-            if message.get("id") == request_id and ("result" in message or "error" in message):
-                return message
 
 
 async def test_malformed_lines_get_errors_and_the_session_goes_on(
@@ -62,7 +26,7 @@ async def test_malformed_lines_get_errors_and_the_session_goes_on(
             cwd=str(assern_env.work),
         )
         try:
-            wire = Wire(process)
+            wire = Wire.of(process)
             await wire.send(
                 {
                     "jsonrpc": "2.0",

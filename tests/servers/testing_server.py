@@ -51,6 +51,7 @@ Flags (see `--help`):
     --stderr-lines N            write "stderr line 1" … "stderr line N" to stderr at start
     --spawn-grandchild PIDFILE  start `sleep 1000` (same process group) and write its pid
     --start-delay SECONDS       wait before serving
+    --start-gate FILE           wait until FILE exists (polls every 10 ms) before serving
     --hang-on-start             answer no request at all, not even initialize
     --crash-on-start            write a line to stderr, then exit 3 at once
     --crash-on-start-if FILE    the same, but only while FILE exists (starts fine, then fails)
@@ -568,6 +569,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--start-delay", type=float, default=0.0, metavar="SECONDS", help="wait before serving"
     )
+    parser.add_argument(
+        "--start-gate", metavar="FILE", help="wait until FILE exists (polls every 10 ms) before serving"
+    )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--hang-on-start", action="store_true", help="never answer any request")
     mode.add_argument("--crash-on-start", action="store_true", help="write to stderr and exit 3 at once")
@@ -591,6 +595,9 @@ async def serve(args: argparse.Namespace) -> None:
 
     if args.start_delay:
         await anyio.sleep(args.start_delay)
+    # Polling on purpose, as `gate`: the test's only signal is a file it creates.
+    while args.start_gate and not os.path.exists(args.start_gate):  # noqa: ASYNC110, ASYNC240
+        await anyio.sleep(0.01)
     async with stdio_server() as (read_stream, write_stream):
         if args.legacy_only:
             # The handshake-only loop: 2026-07-28 requests (server/discover) are refused.

@@ -1,0 +1,353 @@
+"""The front door: the stdio client's `initialize` answered while the SDK is still loading.
+
+`assern serve` has the stdio client's pipes before it has anything else: importing the
+tree (and with it the `mcp` SDK and pydantic) takes about half a second, and the
+backends start after that. So the primary (or isolated) process claims stdio first,
+opens this door on it, and imports the tree meanwhile (supervisor/cli.py). The door
+reads the client's bytes and keeps every one of them, in order, for the listener. Only
+one message is ever answered here: the first line, when it is a handshake-era
+`initialize` request of the expected shape, and only when `[settings] initialize_wait`
+is 0 (otherwise the handshake may wait for backends, which only the SDK path knows
+about). The answer is the one the SDK path would give at that moment, byte for byte:
+
+- `protocolVersion`: the requested version when it is a handshake-era one, else the
+  latest handshake-era one (`HANDSHAKE_VERSIONS`, the SDK's own list; a test keeps
+  them equal);
+- `capabilities`: what `ClientConnection.capabilities()` answers while the catalog is
+  still empty, i.e. from the capability cache alone (actors/router/capability_file.py);
+- `serverInfo` and `instructions`: `SERVER_NAME`, `SERVER_VERSION` and the session's
+  instructions, as the SDK's `Server` is built in session.py.
+
+Anything else (a line before the initialize, a malformed line, `notifications/
+initialized`, a 2026-07-28 client's requests) is only kept. When the stdio listener
+starts it takes the door over (`take`): it gets the kept bytes followed by the live
+stream, and the id of the initialize already answered. The SDK session still reads that
+initialize first (so it knows the client and the negotiated version), but its own
+response to it is dropped (actors/listener/jsonl.py), and everything after it is the
+SDK's to answer. The door answers nothing once taken over.
+
+This module imports nothing heavy (no SDK, no pydantic): it runs before they are loaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import structlog
+import trio
+
+log = structlog.get_logger()
+
+#: The protocol revisions reachable with the `initialize` handshake, oldest first: the
+#: SDK's `mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS` (tests/actors/listener/
+#: test_front_door.py checks that they are the same).
+HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
+
+#: What assern calls itself in `serverInfo` (session.py builds its SDK `Server` with these).
+SERVER_NAME = "assern"
+SERVER_VERSION = "0.1.0"
+
+#: The door stops reading (the client waits) once it holds this much for the listener.
+MAX_KEPT = 64 * 1024 * 1024
+
+RequestId = int | str
+
+#: What reading or writing a pipe whose other side is gone raises.
+_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+# The shapes of what the door accepts in an initialize request: an object (a dict of
+# sub-shapes), a boolean, or "objects" (an object whose values are objects). Anything
+# it does not recognise exactly is left for the SDK to answer (or refuse).
+_Shape = Mapping[str, Any] | type | str
+_CLIENT_CAPABILITIES: dict[str, _Shape] = {
+    "experimental": "objects",
+    "extensions": "objects",
+    "sampling": {"context": {}, "tools": {}},
+    "elicitation": {"form": {}, "url": {}},
+    "roots": {"listChanged": bool},
+    "tasks": {
+        "list": {},
+        "cancel": {},
+        "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
+    },
+}
+
+
+def negotiate(requested: str) -> str:
+    """The protocol version the SDK answers an `initialize` for `requested` with."""
+    return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
+
+
+def capabilities_from(remembered: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The server capabilities to announce, from the backends' remembered ones (raw JSON).
+
+    As `ClientConnection.capabilities()` with an empty catalog: tools, prompts and
+    resources always (assern sends their list_changed itself); resource subscriptions,
+    logging and completions only when a remembered backend offers them.
+    """
+    known = list(remembered)
+    subscribe = any((c.get("resources") or {}).get("subscribe") is True for c in known)
+    caps: dict[str, Any] = {
+        "prompts": {"listChanged": True},
+        "resources": {"listChanged": True, "subscribe": subscribe},
+        "tools": {"listChanged": True},
+    }
+    if any(c.get("logging") is not None for c in known):
+        caps["logging"] = {}
+    if any(c.get("completions") is not None for c in known):
+        caps["completions"] = {}
+    return caps
+
+
+def _fits(value: Any, shape: _Shape) -> bool:
+    if value is None:
+        return True
+    if shape is bool:
+        return isinstance(value, bool)
+    if shape == "objects":
+        return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+    assert isinstance(shape, Mapping)
+    return isinstance(value, dict) and all(_fits(value.get(key), sub) for key, sub in shape.items())
+
+
+def initialize_request_id(message: Any) -> RequestId | None:
+    """The id of `message` if it is an `initialize` request the door may answer, else None.
+
+    Only a well-formed request of the handshake's shape qualifies (the SDK would accept
+    it); anything unusual is left to the SDK, which answers it or refuses it itself.
+    """
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    request_id, params = message.get("id"), message.get("params")
+    if message.get("method") != "initialize" or isinstance(request_id, bool):
+        return None
+    if not isinstance(request_id, int | str) or not isinstance(params, dict):
+        return None
+    info, meta = params.get("clientInfo"), params.get("_meta")
+    if not isinstance(params.get("protocolVersion"), str) or not isinstance(params.get("capabilities"), dict):
+        return None
+    if not _fits(params["capabilities"], _CLIENT_CAPABILITIES):
+        return None
+    if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("name", "version")):
+        return None
+    if not all(isinstance(info.get(k), str | None) for k in ("title", "description", "websiteUrl")):
+        return None
+    if info.get("icons") is not None or not isinstance(meta, dict | None):
+        return None
+    token = (meta or {}).get("progressToken")
+    if isinstance(token, bool) or not isinstance(token, int | str | None):
+        return None
+    return request_id
+
+
+def initialize_response(
+    request_id: RequestId,
+    requested: str,
+    capabilities: Mapping[str, Any],
+    *,
+    server_name: str = SERVER_NAME,
+    server_version: str = SERVER_VERSION,
+    instructions: str | None = None,
+) -> bytes:
+    """The JSON-RPC response line to an `initialize`, encoded as the SDK encodes it."""
+    result: dict[str, Any] = {
+        "capabilities": capabilities,
+        "protocolVersion": negotiate(requested),
+        "serverInfo": {"name": server_name, "version": server_version},
+    }
+    if instructions is not None:
+        result["instructions"] = instructions
+    body = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f'{{"jsonrpc":"2.0","id":{json.dumps(request_id, ensure_ascii=False)},"result":{body}}}\n'.encode()
+
+
+class _Replay(trio.abc.ReceiveStream):
+    """What the door kept, then the live stream (which ended already when `eof`)."""
+
+    def __init__(self, kept: bytes, live: trio.abc.ReceiveStream, *, eof: bool) -> None:
+        self._kept = bytearray(kept)
+        self._live = live
+        self._eof = eof
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if self._kept:
+            size = len(self._kept) if max_bytes is None else max_bytes
+            chunk = bytes(self._kept[:size])
+            del self._kept[:size]
+            await trio.lowlevel.checkpoint()
+            return chunk
+        if self._eof:
+            await trio.lowlevel.checkpoint()
+            return b""
+        return await self._live.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self._live.aclose()
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Wire:
+    """The stdio wire as the listener takes it over.
+
+    Attributes:
+        receive: The client's bytes: those the door kept, then the live stream.
+        send: The client's side to write to.
+        answered: The id of the `initialize` the door answered (first take-over only):
+            the SDK's own response to it must not be written.
+    """
+
+    receive: trio.abc.ReceiveStream
+    send: trio.abc.SendStream
+    answered: RequestId | None = None
+
+
+class FrontDoor:
+    """Keeps the stdio client's bytes until the listener takes over; answers its initialize.
+
+    Args:
+        receive: The client's side to read (stdin).
+        send: The client's side to write (stdout).
+        answer: Answer an early `initialize` at all (False when `initialize_wait` > 0).
+        capabilities: The capabilities to announce (called once, when answering).
+        instructions: The session's instructions, as the SDK path gives them.
+        release: Lets go of the wire for good (closes it; see `close`).
+    """
+
+    def __init__(
+        self,
+        receive: trio.abc.ReceiveStream,
+        send: trio.abc.SendStream,
+        *,
+        answer: bool = True,
+        capabilities: Callable[[], Mapping[str, Any]] = lambda: capabilities_from(()),
+        server_name: str = SERVER_NAME,
+        server_version: str = SERVER_VERSION,
+        instructions: str | None = None,
+        release: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._answer = answer
+        self._capabilities = capabilities
+        self._server = (server_name, server_version, instructions)
+        self._release: Callable[[], None] | None = release
+        self._kept = bytearray()
+        self._scanned = 0  # where the search for the first line goes on
+        self._decided = False  # the first line was seen (answered or not)
+        self._eof = False
+        self._answered: RequestId | None = None
+        self._wire: Wire | None = None
+        self._scope = trio.CancelScope()
+        self._reading = False
+        self._stopped = trio.Event()
+
+    @property
+    def answered(self) -> RequestId | None:
+        """The id of the `initialize` the door answered, if it did."""
+        return self._answered
+
+    async def run(self) -> None:
+        """Read and keep the client's bytes until taken over (or EOF, or enough kept)."""
+        if self._wire is not None:
+            return
+        self._reading = True
+        try:
+            with self._scope, structlog.contextvars.bound_contextvars(actor="front_door"):
+                while len(self._kept) < MAX_KEPT:
+                    try:
+                        chunk = await self._receive.receive_some(65536)
+                    except _GONE:
+                        chunk = b""  # the session ends there, as the listener's would
+                    if not chunk:
+                        self._eof = True
+                    else:
+                        self._kept += chunk
+                    reply = None if self._decided else self._first_line()
+                    if reply is not None:
+                        await self._write(reply)
+                    if self._eof:
+                        return
+        finally:
+            self._stopped.set()
+
+    async def _write(self, reply: bytes) -> None:
+        # Never half a line on the wire, whatever cancels us.
+        with trio.CancelScope(shield=True), contextlib.suppress(*_GONE):
+            await self._send.send_all(reply)
+
+    def _first_line(self) -> bytes | None:
+        """Look at the first non-blank line once it is complete; the answer to send, if any."""
+        while not self._decided:
+            end = self._kept.find(b"\n", self._scanned)
+            if end < 0 and not self._eof:
+                return None
+            end = len(self._kept) if end < 0 else end
+            line = bytes(self._kept[self._scanned : end])
+            self._scanned = end + 1
+            if line.strip():
+                self._decided = True
+                return self._reply(line)
+            if end >= len(self._kept):
+                return None
+        return None
+
+    def _reply(self, line: bytes) -> bytes | None:
+        if not self._answer:
+            return None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
+        request_id = initialize_request_id(message)
+        if request_id is None:
+            return None
+        params = message["params"]
+        name, version, instructions = self._server
+        try:
+            capabilities = self._capabilities()
+        except Exception:
+            log.exception("front_door_capabilities_failed")
+            return None  # the SDK path answers it
+        reply = initialize_response(
+            request_id,
+            params["protocolVersion"],
+            capabilities,
+            server_name=name,
+            server_version=version,
+            instructions=instructions,
+        )
+        self._answered = request_id
+        log.info(
+            "initialize_answered_early",
+            client_name=params["clientInfo"]["name"],
+            protocol=negotiate(params["protocolVersion"]),
+        )
+        return reply
+
+    async def take(self) -> Wire:
+        """Stop reading and hand the wire over (the kept bytes first).
+
+        A later take (a restarted listener) gets the same wire, without `answered`.
+        """
+        if self._wire is not None:
+            return attrs.evolve(self._wire, answered=None)
+        self._scope.cancel()
+        if self._reading:
+            await self._stopped.wait()
+        kept, self._kept = bytes(self._kept), bytearray()
+        self._wire = Wire(
+            receive=_Replay(kept, self._receive, eof=self._eof), send=self._send, answered=self._answered
+        )
+        log.info("stdio_taken_over", kept_bytes=len(kept), answered=self._answered is not None, eof=self._eof)
+        return self._wire
+
+    def close(self) -> None:
+        """Let go of the wire for good (idempotent): the stdio client is gone."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
