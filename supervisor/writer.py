@@ -1,11 +1,14 @@
-"""Writing to a pipe from synchronous code, in order, without a task switch per write.
+"""Writing to a pipe or socket from synchronous code, in order, without a task switch.
 
-A `DirectWriter` writes a line straight into the pipe when nothing is waiting before
-it and the pipe takes it (the usual case: the reader keeps up). Otherwise the line is
-queued, and the writer's own task, `pump`, writes the queue in order as the pipe drains.
-Synchronous callers are refused once the queue holds `limit` bytes (they can then take
-a slower way that waits); `write` waits for nothing and never refuses while the pipe
-works. A broken pipe is remembered: later writes are refused and `pump` returns.
+A `DirectWriter` writes a line straight into the descriptor when nothing is waiting
+before it and the descriptor takes it (the usual case: the reader keeps up). Otherwise
+the line is queued, and the writer's own task, `pump`, writes the queue in order as the
+other side drains it. Synchronous callers are refused once `limit` bytes are queued
+(they can then take a slower way that waits); `write` waits for room instead. A broken
+pipe is remembered: later writes are refused and `pump` returns.
+
+Streams without a descriptor (in-memory ones, in tests and in-process clients) always
+go through the queue and `pump`.
 """
 
 from __future__ import annotations
@@ -16,30 +19,40 @@ import os
 
 import trio
 
-#: Bytes a synchronous caller may leave queued before its writes are refused.
+#: Bytes that may wait in the queue before writers are refused (or, in `write`, wait).
 QUEUE_LIMIT = 4 * 1024 * 1024
+
+
+def descriptor(stream: trio.abc.SendStream) -> int | None:
+    """The non-blocking descriptor under a trio stream, when it has one."""
+    if isinstance(stream, trio.lowlevel.FdStream):
+        return stream.fileno()
+    if isinstance(stream, trio.SocketStream):
+        return stream.socket.fileno()
+    return None
 
 
 class DirectWriter:
     """Writes to `stream` at once when it can, else through `pump` (which must be running)."""
 
-    def __init__(self, stream: trio.lowlevel.FdStream, limit: int = QUEUE_LIMIT) -> None:
+    def __init__(self, stream: trio.abc.SendStream, limit: int = QUEUE_LIMIT) -> None:
         self._stream = stream
-        self._fd = stream.fileno()
+        self._fd = descriptor(stream)
         self._limit = limit
         self._queue: collections.deque[bytes] = collections.deque()
         self._queued = 0
         self._busy = False  # `pump` is in the middle of writing one queued item
         self._wake = trio.Event()
-        #: why the pipe cannot be written any more (None while it works)
+        self._room = trio.Event()
+        #: why the other side cannot be written any more (None while it works)
         self.broken: OSError | None = None
 
     def write_nowait(self, data: bytes) -> bool:
         """Write `data` or queue it behind what waits; False (nothing written) when refused."""
         if self.broken is not None:
             return False
-        if self._queue or self._busy:
-            if self._queued + len(data) > self._limit:
+        if self._queue or self._busy or self._fd is None:
+            if self._queued and self._queued + len(data) > self._limit:
                 return False
             self._enqueue(data)
             return True
@@ -55,18 +68,20 @@ class DirectWriter:
         return True
 
     async def write(self, data: bytes) -> None:
-        """Write `data` in order with everything else (queued without limit if need be).
+        """Write `data` in order with everything else, waiting while the queue is full.
 
-        Raises trio.BrokenResourceError once the pipe is broken.
+        Raises trio.BrokenResourceError once the other side is gone.
         """
-        if not self.write_nowait(data):
+        while not self.write_nowait(data):
             if self.broken is not None:
                 raise trio.BrokenResourceError(str(self.broken)) from self.broken
-            self._enqueue(data)
+            if self._room.is_set():
+                self._room = trio.Event()
+            await self._room.wait()
         await trio.lowlevel.checkpoint()
 
     async def pump(self) -> None:
-        """Write the queue as the pipe drains; returns once the pipe is broken."""
+        """Write the queue as the other side drains; returns once it is broken."""
         while self.broken is None:
             if not self._queue:
                 await self._wake.wait()
@@ -86,6 +101,7 @@ class DirectWriter:
                 if self._queue and self._queue[0] is data:
                     self._queue.popleft()
                     self._queued -= len(data)
+                    self._room.set()
 
     def _enqueue(self, data: bytes) -> None:
         self._queue.append(data)
@@ -98,3 +114,4 @@ class DirectWriter:
         self._queue.clear()
         self._queued = 0
         self._wake.set()
+        self._room.set()

@@ -19,6 +19,8 @@ import trio
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from assern.supervisor.writer import DirectWriter
+
 log = structlog.get_logger()
 
 MAX_LINE = 64 * 1024 * 1024
@@ -78,7 +80,7 @@ def parse_line(line: bytes) -> SessionMessage | bytes:
 #: Sees every decoded client message first; returns True when it took the message itself.
 Intercept = Callable[[Any], bool]
 #: Where already-encoded lines go, in order with the SDK's own messages.
-SendRaw = trio.MemorySendChannel[bytes]
+SendRaw = DirectWriter
 
 
 @contextlib.asynccontextmanager
@@ -91,8 +93,9 @@ async def jsonl_streams(
 ) -> AsyncIterator[tuple[Any, Any, SendRaw]]:
     """Yield (read, write, send_raw) over a byte stream pair.
 
-    `read` and `write` are anyio streams of `SessionMessage` for the SDK; `send_raw` is
-    the channel of already-encoded lines, written in order with everything else. `intercept`, when
+    `read` and `write` are anyio streams of `SessionMessage` for the SDK; `send_raw`
+    writes already-encoded lines in order with everything else, from synchronous code too
+    (supervisor/writer.py: straight into the pipe or socket when it takes them). `intercept`, when
     given, sees each decoded message before the SDK and may take it (the raw lane).
     `answered` is the id of a request the client already got its response to (the
     `initialize` the front door answered, see front_door.py): the SDK's own response to
@@ -101,7 +104,7 @@ async def jsonl_streams(
     """
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](32)
-    out_send, out_recv = trio.open_memory_channel[bytes](64)
+    out = DirectWriter(send)
 
     async def pump_in() -> None:
         async with read_send:
@@ -114,7 +117,7 @@ async def jsonl_streams(
                         continue
                     parsed = raw if isinstance(raw, bytes) else to_message(raw)
                     if isinstance(parsed, bytes):
-                        await out_send.send(parsed)
+                        await out.write(parsed)
                         continue
                     try:
                         await read_send.send(parsed)
@@ -136,18 +139,16 @@ async def jsonl_streams(
                         log.warning("early_answer_contradicted", error=reply.error.message)
                     continue
                 data = reply.model_dump_json(by_alias=True, exclude_unset=True)
-                await out_send.send(data.encode() + b"\n")
-
-    async def pump_out() -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            async for data in out_recv:
-                await send.send_all(data)
+                try:
+                    await out.write(data.encode() + b"\n")
+                except trio.BrokenResourceError:
+                    return
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_in)
         nursery.start_soon(pump_messages)
-        nursery.start_soon(pump_out)
+        nursery.start_soon(out.pump)
         try:
-            yield read_recv, write_send, out_send
+            yield read_recv, write_send, out
         finally:
             nursery.cancel_scope.cancel()

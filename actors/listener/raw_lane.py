@@ -116,22 +116,17 @@ class RawLaneMixin:
         self._forwarded.clear()
 
     def _write_raw(self, line: bytes) -> None:
-        """Write one line to the client now, or in a task when its channel is full."""
+        """Write one line to the client now, or in a task when too much waits already."""
         send_raw, nursery = self._send_raw, self._nursery
         if send_raw is None:
             return
-        try:
-            send_raw.send_nowait(line)
-        except trio.WouldBlock:
-            if nursery is not None:
-                nursery.start_soon(self._send_quietly, send_raw, line)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+        if not send_raw.write_nowait(line) and send_raw.broken is None and nursery is not None:
+            nursery.start_soon(self._write_quietly, send_raw, line)  # waits for room
 
     @staticmethod
-    async def _send_quietly(send_raw: SendRaw, line: bytes) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await send_raw.send(line)
+    async def _write_quietly(send_raw: SendRaw, line: bytes) -> None:
+        with contextlib.suppress(trio.BrokenResourceError):
+            await send_raw.write(line)
 
     def _list_tools_raw(self, raw: dict[str, Any]) -> bool:
         """Answer tools/list with the catalog's encoded tools, once every backend is listed."""
@@ -152,7 +147,7 @@ class RawLaneMixin:
             json.dumps(request_id).encode(),
             self.shared.catalog.value.tools_json,
         )
-        nursery.start_soon(send_raw.send, line)
+        self._write_raw(line)
         return True
 
     async def _forward_call(
@@ -176,7 +171,7 @@ class RawLaneMixin:
                 if message is not None:
                     params["message"] = message
                 note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
-                await send_raw.send(json.dumps(note).encode() + b"\n")
+                await self._write_quietly(send_raw, json.dumps(note).encode() + b"\n")
 
         origin = self._origin(self._session, None)
         started = trio.current_time()
@@ -199,7 +194,7 @@ class RawLaneMixin:
                     error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
                     line = {"jsonrpc": "2.0", "id": request_id, "error": error}
                 self._record_call(handle.name, started)
-                await send_raw.send(json.dumps(line).encode() + b"\n")
+                await self._write_quietly(send_raw, json.dumps(line).encode() + b"\n")
         finally:
             self._forwarded.pop(request_id, None)
 

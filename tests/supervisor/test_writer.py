@@ -58,14 +58,15 @@ async def test_a_full_pipe_queues_in_order_and_the_pump_drains_it() -> None:
     await stream.aclose()
 
 
-async def test_a_synchronous_writer_is_refused_past_the_limit_but_write_is_not() -> None:
+async def test_past_the_limit_a_synchronous_writer_is_refused_and_write_waits() -> None:
     read_fd, stream = pipe()
     writer = DirectWriter(stream, limit=10_000)
     big = b"y" * 100_000
     assert writer.write_nowait(big)  # fills the pipe; the rest waits in the queue
     assert not writer.write_nowait(b"refused\n")
-    await writer.write(b"accepted\n")
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.write, b"accepted\n")  # waits for room
+        await trio.testing.wait_all_tasks_blocked()
         nursery.start_soon(writer.pump)
         received = b""
         while not received.endswith(b"accepted\n"):
@@ -75,6 +76,19 @@ async def test_a_synchronous_writer_is_refused_past_the_limit_but_write_is_not()
     assert received == big + b"accepted\n"
     os.close(read_fd)
     await stream.aclose()
+
+
+async def test_a_stream_without_a_descriptor_goes_through_the_pump() -> None:
+    send, receive = trio.testing.memory_stream_pair()
+    writer = DirectWriter(send)
+    assert writer.write_nowait(b"one\n")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.pump)
+        await writer.write(b"two\n")
+        received = b""
+        while received != b"one\ntwo\n":
+            received += await receive.receive_some()
+        nursery.cancel_scope.cancel()
 
 
 async def test_a_broken_pipe_refuses_writes_and_ends_the_pump() -> None:
