@@ -184,6 +184,26 @@ async def direct_pool(backends: Sequence[peers.Backend], workdir: Path) -> Async
             done.set()
 
 
+async def direct_list(scenario: Scenario, plan: Plan, workdir: Path) -> dict[str, Any]:
+    """tools/list straight from one server that has as many tools as the whole scenario.
+
+    The baseline of the aggregators' list latency: what the same client spends on a list
+    of that size (reading, parsing, validating it) when nothing aggregates it.
+    """
+    [backend] = peers.bench_backends(1, scenario.backends * scenario.tools, prefix="dlist")
+    server = SpawnedServer(
+        [backend.command, *backend.args], env=peers.base_env(), stderr=workdir / "dlist.stderr"
+    )
+    async with Client(server.connect(), mode="legacy", cache=None) as client:
+
+        async def list_names() -> list[str]:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+        for _ in range(plan.warmup // 10 or 1):
+            await list_names()
+        return await measure.list_latency(list_names, plan.lists, plan.list_budget)
+
+
 # ------------------------------------------------------------ one aggregator
 
 
@@ -478,6 +498,11 @@ async def run_scenario(
     workdir.mkdir(parents=True, exist_ok=True)
     backends = peers.bench_backends(scenario.backends, scenario.tools)
     (workdir / "backends.json").write_text(json.dumps(peers.mcp_servers(backends), indent=2))
+    print(f"  {scenario.label}: direct tools/list …", file=sys.stderr, flush=True)
+    try:
+        listed_directly: dict[str, Any] = await direct_list(scenario, plan, workdir)
+    except Exception as exc:
+        listed_directly = {"error": short_error(exc)}
     for name in aggregators:
         print(f"  {scenario.label}: {name} …", file=sys.stderr, flush=True)
         began = time.perf_counter()
@@ -495,6 +520,7 @@ async def run_scenario(
             agg = next(a for a in peers.PROCESS_AGGREGATORS if a.name == name)
             result["results"][name] = await run_aggregator(agg, scenario, plan, direct, workdir, spy_dir)
         result["results"][name]["seconds"] = time.perf_counter() - began
+        result["results"][name]["list_direct"] = listed_directly
     if peers.ASSERN.name in result["results"] and "seconds" in result["results"][peers.ASSERN.name]:
         if scenario.sharing:
             print(f"  {scenario.label}: sharing …", file=sys.stderr, flush=True)
