@@ -143,9 +143,15 @@ class RawLaneMixin:
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
-        line = b'{"jsonrpc":"2.0","id":%s,"result":{"tools":%s}}\n' % (
-            json.dumps(request_id).encode(),
-            self.shared.catalog.value.tools_json,
+        # join, not %-formatting: `bytes %` copies a long list about 50 times slower
+        line = b"".join(
+            (
+                b'{"jsonrpc":"2.0","id":',
+                json.dumps(request_id).encode(),
+                b',"result":{"tools":',
+                self.shared.catalog.value.tools_json,
+                b"}}\n",
+            )
         )
         self._write_raw(line)
         return True

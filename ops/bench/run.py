@@ -201,7 +201,11 @@ async def direct_list(scenario: Scenario, plan: Plan, workdir: Path) -> dict[str
 
         for _ in range(plan.warmup // 10 or 1):
             await list_names()
-        return await measure.list_latency(list_names, plan.lists, plan.list_budget)
+        server.list_first_bytes.clear()
+        figures = await measure.list_latency(list_names, plan.lists, plan.list_budget)
+        if server.list_first_bytes:
+            figures["first_byte"] = measure.summary_ms(server.list_first_bytes)
+        return figures
 
 
 # ------------------------------------------------------------ one aggregator
@@ -315,7 +319,10 @@ async def serving(
     server: SpawnedServer,
 ) -> None:
     """The measures of a running aggregator: lists, calls, throughput, then its memory."""
+    server.list_first_bytes.clear()
     await step(out, "list", lambda: measure.list_latency(list_names, plan.lists, plan.list_budget))
+    if server.list_first_bytes:
+        out["list_first_byte"] = measure.summary_ms(server.list_first_bytes)
     out["list_bytes"] = len(server.list_line)
     if server.list_line:
         out["list_client_parse"] = measure.client_parse(server.list_line)

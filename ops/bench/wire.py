@@ -39,6 +39,9 @@ class SpawnedServer:
         spawned_at: `time.perf_counter()` just before the spawn.
         pid: The server's pid (set on entry).
         list_line: The latest `tools/list` response line, as it came over the wire.
+        list_first_bytes: For each `tools/list` request written, the seconds until the
+            next bytes came back from the server: its own time to answer, without the
+            transfer of the rest of a long list and the client's reading of it.
         watch: Samples the server's process tree (memory, members) while it runs.
     """
 
@@ -52,6 +55,8 @@ class SpawnedServer:
         self.spawned_at = 0.0
         self.pid = 0
         self.list_line = b""
+        self.list_first_bytes: list[float] = []
+        self._list_sent_at: float | None = None
         self.leftover: list[procs.Ident] = []
         self.watch: procs.TreeWatch | None = None
 
@@ -92,6 +97,9 @@ class SpawnedServer:
         async with sink:
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
                 while chunk := await process.stdout.receive_some(1 << 16):
+                    if self._list_sent_at is not None:
+                        self.list_first_bytes.append(time.perf_counter() - self._list_sent_at)
+                        self._list_sent_at = None
                     buffer += chunk
                     while (end := buffer.find(b"\n")) >= 0:
                         line = bytes(buffer[:end])
@@ -114,7 +122,10 @@ class SpawnedServer:
             async with source:
                 async for message in source:
                     data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    listing = getattr(message.message, "method", None) == "tools/list"
                     await process.stdin.send_all(data.encode() + b"\n")
+                    if listing:
+                        self._list_sent_at = time.perf_counter()
 
     async def _stop(self, process: trio.Process, watch: procs.TreeWatch) -> None:
         """Close stdin, then SIGTERM and SIGKILL the process group, each after a grace;
