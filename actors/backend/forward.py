@@ -47,14 +47,29 @@ class Outbox(Protocol):
 class Sink(Protocol):
     """Where what the backend sends about one request goes (called synchronously)."""
 
-    def answered(self, message: dict[str, Any]) -> None:
-        """The response (a dict with `result` or `error`); the request is no longer pending."""
+    def answered(self, message: dict[str, Any], line: bytes) -> None:
+        """The response (a dict with `result` or `error`), and its line exactly as the
+        backend wrote it (without the newline); the request is no longer pending."""
 
-    def progressed(self, params: dict[str, Any]) -> None:
-        """A progress notification's params, its token still the request's own id."""
+    def progressed(self, params: dict[str, Any], line: bytes) -> None:
+        """A progress notification's params (its token still the request's own id) and line."""
 
     def lost(self, reason: str) -> None:
         """The process went away before answering; the request is no longer pending."""
+
+
+def swap_id(line: bytes, ours: str, theirs: str | int) -> bytes | None:
+    """`line` with our request id in it replaced by `theirs`, as a line to send on.
+
+    Our ids (`a12`) are written by the backend as the JSON string `"a12"`. When that
+    string occurs exactly once in the line, it is the id (or the progress token) that
+    the decoded message showed; anything else (it also occurs in a result, or the
+    backend escaped it differently) returns None, and the caller re-encodes instead.
+    """
+    token = b'"' + ours.encode() + b'"'
+    if line.count(token) != 1:
+        return None
+    return line.replace(token, json.dumps(theirs).encode()) + b"\n"
 
 
 def error_of(message: dict[str, Any]) -> MCPError:
@@ -77,11 +92,11 @@ class _Waiter:
     response: dict[str, Any] | None = None
     lost_reason: str | None = None
 
-    def answered(self, message: dict[str, Any]) -> None:
+    def answered(self, message: dict[str, Any], line: bytes) -> None:
         self.response = message
         self.wake.set()
 
-    def progressed(self, params: dict[str, Any]) -> None:
+    def progressed(self, params: dict[str, Any], line: bytes) -> None:
         self.progress.append(params)
         self.wake.set()
 
@@ -103,8 +118,11 @@ class Forwarder:
     def closed(self) -> bool:
         return self._closed is not None
 
-    def route(self, raw: Any) -> bool:
-        """Take a decoded backend message if it belongs to a raw request (synchronous)."""
+    def route(self, raw: Any, line: bytes = b"") -> bool:
+        """Take a decoded backend message if it belongs to a raw request (synchronous).
+
+        `line` is the message as the backend wrote it, handed on to the request's sink.
+        """
         if not isinstance(raw, dict) or not self._pending:
             return False
         request_id = raw.get("id")
@@ -114,7 +132,7 @@ class Forwarder:
             sink = self._pending.pop(request_id, None)
             if sink is None:
                 return False
-            sink.answered(raw)
+            sink.answered(raw, line)
             return True
         if raw.get("method") == "notifications/progress":
             params = raw.get("params")
@@ -122,7 +140,7 @@ class Forwarder:
             sink = self._pending.get(token) if isinstance(token, str) else None
             if sink is None:
                 return False
-            sink.progressed(params)
+            sink.progressed(params, line)
             return True
         return False
 

@@ -29,11 +29,12 @@ Describe = Callable[[], Awaitable[Exception]]
 class CallReply(Protocol):
     """The calling connection's side of a spliced call (all called synchronously)."""
 
-    def answered(self, message: dict[str, Any]) -> None:
-        """The backend's response: a dict with `result` or `error`."""
+    def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
+        """The backend's response (a dict with `result` or `error`) and its line, in
+        which the id is still ours, `backend_id`."""
 
-    def progressed(self, params: dict[str, Any]) -> None:
-        """A progress notification's params (the token is still the backend-side one)."""
+    def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
+        """A progress notification's params and line (the token is still `backend_id`)."""
 
     def failed(self, error: Exception) -> None:
         """No answer will come: the call timed out (the backend is being restarted)."""
@@ -85,13 +86,13 @@ class SplicedCall:
 
     # what the backend's stdout reader hands us (forward.Sink)
 
-    def answered(self, message: dict[str, Any]) -> None:
+    def answered(self, message: dict[str, Any], line: bytes) -> None:
         self._books.spliced_finished(self, ok="result" in message)
-        self.reply.answered(message)
+        self.reply.answered(message, line, self.backend_id)
 
-    def progressed(self, params: dict[str, Any]) -> None:
+    def progressed(self, params: dict[str, Any], line: bytes) -> None:
         self.deadline = trio.current_time() + self.timeout
-        self.reply.progressed(params)
+        self.reply.progressed(params, line, self.backend_id)
 
     def lost(self, reason: str) -> None:
         self._books.spliced_finished(self, ok=False)

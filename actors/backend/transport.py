@@ -111,7 +111,7 @@ async def stdio_transport(
                     except ValueError as exc:
                         item: SessionMessage | Exception = exc
                     else:
-                        if forwarder.route(raw):
+                        if forwarder.route(raw, line):
                             continue
                         item = parse_message(raw)
                     try:

@@ -16,7 +16,7 @@ import trio
 from mcp_types import PROTOCOL_VERSION_META_KEY
 
 from assern.actors.backend import messages as msgs
-from assern.actors.backend.forward import error_of
+from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import Origin
 from assern.actors.backend.splice import Describe, SplicedCall
@@ -228,22 +228,30 @@ class RawReply:
         self._connection._forwarded.pop(self._request_id, None)
         self._connection._record_call(self._server, self._started)
 
-    def answered(self, message: dict[str, Any]) -> None:
+    def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
         self._done()
         if "result" in message:
-            line: dict[str, Any] = {"jsonrpc": "2.0", "id": self._request_id, "result": message["result"]}
+            # The backend's own bytes with the client's id in place of ours, if certain.
+            out = swap_id(line, backend_id, self._request_id)
+            if out is None:
+                reply = {"jsonrpc": "2.0", "id": self._request_id, "result": message["result"]}
+                out = json.dumps(reply).encode() + b"\n"
         else:
             error = error_of(message).error.model_dump(mode="json", exclude_none=True)
-            line = {"jsonrpc": "2.0", "id": self._request_id, "error": error}
-        self._connection._write_raw(json.dumps(line).encode() + b"\n")
+            out = json.dumps({"jsonrpc": "2.0", "id": self._request_id, "error": error}).encode() + b"\n"
+        self._connection._write_raw(out)
 
-    def progressed(self, params: dict[str, Any]) -> None:
-        note = {
-            "jsonrpc": "2.0",
-            "method": "notifications/progress",
-            "params": {**params, "progressToken": self._token},
-        }
-        self._connection._write_raw(json.dumps(note).encode() + b"\n")
+    def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
+        assert self._token is not None  # progress is asked for only with the client's token
+        out = swap_id(line, backend_id, self._token)
+        if out is None:
+            note = {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {**params, "progressToken": self._token},
+            }
+            out = json.dumps(note).encode() + b"\n"
+        self._connection._write_raw(out)
 
     def failed(self, error: Exception) -> None:
         self._done()

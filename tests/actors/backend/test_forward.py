@@ -10,7 +10,7 @@ import trio
 import trio.testing
 from mcp.shared.exceptions import MCPError
 
-from assern.actors.backend.forward import Forwarder, ForwardLost
+from assern.actors.backend.forward import Forwarder, ForwardLost, swap_id
 
 
 class RecordingSink:
@@ -19,10 +19,10 @@ class RecordingSink:
         self.progress: list[dict[str, Any]] = []
         self.losses: list[str] = []
 
-    def answered(self, message: dict[str, Any]) -> None:
+    def answered(self, message: dict[str, Any], line: bytes) -> None:
         self.answers.append(message)
 
-    def progressed(self, params: dict[str, Any]) -> None:
+    def progressed(self, params: dict[str, Any], line: bytes) -> None:
         self.progress.append(params)
 
     def lost(self, reason: str) -> None:
@@ -133,3 +133,16 @@ async def test_a_cancelled_request_cancels_at_the_backend(
     request, note = out.take()
     assert note["params"]["requestId"] == request["id"]
     assert not forwarder.route({"jsonrpc": "2.0", "id": request["id"], "result": {}})
+
+
+def test_swap_id_puts_the_callers_id_in_place_of_ours_only_when_certain() -> None:
+    line = b'{"jsonrpc":"2.0","id":"a12","result":{"content":[{"type":"text","text":"hi"}]}}'
+    assert swap_id(line, "a12", 7) == line.replace(b'"a12"', b"7") + b"\n"
+    assert swap_id(line, "a12", "req-1") == line.replace(b'"a12"', b'"req-1"') + b"\n"
+    assert swap_id(line, "a1", 7) is None  # "a1" is not "a12"
+    mentioned = b'{"jsonrpc":"2.0","id":"a12","result":{"content":[{"type":"text","text":"see a12"}]}}'
+    assert swap_id(mentioned, "a12", 7) == mentioned.replace(b'"a12"', b"7") + b"\n"
+    echoed = b'{"jsonrpc":"2.0","id":"a12","result":{"content":[{"type":"text","text":"a12"}]}}'
+    assert swap_id(echoed, "a12", 7) is None  # twice: the caller re-encodes
+    escaped = b'{"jsonrpc":"2.0","id":"\\u0061\\u0031\\u0032","result":{}}'
+    assert swap_id(escaped, "a12", 7) is None

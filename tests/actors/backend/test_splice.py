@@ -33,10 +33,10 @@ class Reply:
     def __init__(self) -> None:
         self.events: list[tuple[str, Any]] = []
 
-    def answered(self, message: dict[str, Any]) -> None:
+    def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
         self.events.append(("answered", message))
 
-    def progressed(self, params: dict[str, Any]) -> None:
+    def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
         self.events.append(("progressed", params))
 
     def failed(self, error: Exception) -> None:
