@@ -88,12 +88,14 @@ class RequestsMixin:
         origin: Origin | None,
         request_id: str | int | None,
         progress: bool,
+        meta: dict[str, Any] | None = None,
     ) -> SplicedCall | None:
         """Write a tools/call straight to the backend's stdin (see splice.py), synchronously.
 
         None when the call cannot take that way now (not a ready stdio backend on a
         handshake version, ending, or its stdin backed up): the caller then goes
-        through the mailbox, which also waits for a (re)starting backend.
+        through the mailbox, which also waits for a (re)starting backend. `meta` is the
+        client's `_meta` for the backend (with `progress`, our token is added to it).
         """
         forwarder = self._link.forwarder
         if not self.fast_path or forwarder is None or self._end is not None:
@@ -111,6 +113,8 @@ class RequestsMixin:
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        if meta:
+            params["_meta"] = meta
         backend_id = forwarder.send_nowait("tools/call", params, call, progress=progress)
         if backend_id is None:
             self._calls.origins.pop(call.call_id, None)
@@ -284,6 +288,8 @@ class RequestsMixin:
                 params: dict[str, Any] = {"name": msg.name}
                 if msg.arguments is not None:
                     params["arguments"] = msg.arguments
+                if msg.meta:
+                    params["_meta"] = msg.meta
                 return await forwarder.request(
                     "tools/call", params, forward_progress if sink is not None else None
                 )

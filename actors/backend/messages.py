@@ -47,6 +47,8 @@ class ForwardCall:
     name: str
     arguments: dict[str, Any] | None
     request_id: str | int | None = None
+    #: the client's `_meta` for the backend, without its progress token
+    meta: dict[str, Any] | None = None
     progress: ProgressSink | None = attrs.field(default=None, repr=False)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     origin: Origin | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import attrs
 import mcp_types as types
@@ -40,6 +41,30 @@ class SessionContext:
     instructions: str | None = None
     #: recent call latencies per backend, recorded by every connection (for status)
     stats: CallStats = attrs.field(factory=CallStats, eq=False)
+
+
+def end_to_end_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What of a client's request `_meta` goes on to the backend with its call.
+
+    Its own keys do; the progress token does not (the backend gets one of ours when the
+    client asked for progress), nor do keys under a prefix reserved for MCP itself
+    (`io.modelcontextprotocol/protocolVersion`, `…/clientInfo`: the 2026-07-28 envelope
+    belongs to the client's connection to assern, and assern's connection to the
+    backend has its own).
+    """
+    if not meta:
+        return None
+    kept = {
+        key: value
+        for key, value in meta.items()
+        if key not in ("progressToken", "progress_token") and not _reserved(key)
+    }
+    return kept or None
+
+
+def _reserved(key: str) -> bool:
+    prefix, slash, _name = key.partition("/")
+    return bool(slash) and any(label in ("modelcontextprotocol", "mcp") for label in prefix.split("."))
 
 
 def to_mcp_error(exc: BackendUnavailable | Exception) -> MCPError:

@@ -18,11 +18,17 @@ from mcp.shared.exceptions import MCPError
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import BackendUnavailable, Origin
-from assern.actors.listener.context import SessionContext, to_mcp_error
+from assern.actors.listener.context import SessionContext, end_to_end_meta, to_mcp_error
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
 
 log = structlog.get_logger()
+
+
+def _as_dict(meta: Any) -> dict[str, Any] | None:
+    if not meta:
+        return None
+    return meta.model_dump(by_alias=True, exclude_none=True) if hasattr(meta, "model_dump") else dict(meta)
 
 
 class HandlersMixin:
@@ -90,6 +96,7 @@ class HandlersMixin:
                 lambda reply: msgs.CallTool(
                     name=route.original,
                     arguments=params.arguments,
+                    meta=end_to_end_meta(_as_dict(params.meta)),
                     request_id=ctx.request_id,
                     progress=progress,
                     origin=origin,

@@ -20,7 +20,7 @@ from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import Origin
 from assern.actors.backend.splice import Describe, SplicedCall
-from assern.actors.listener.context import SessionContext, to_mcp_error
+from assern.actors.listener.context import SessionContext, end_to_end_meta, to_mcp_error
 from assern.actors.listener.jsonl import SendRaw
 
 log = structlog.get_logger()
@@ -84,6 +84,7 @@ class RawLaneMixin:
         token = meta.get("progressToken") if meta else None
         if token is not None and not isinstance(token, str | int):
             return False
+        backend_meta = end_to_end_meta(meta)
         reply = RawReply(self, request_id, token, handle.name)
         spliced = handle.actor.splice(
             route.original,
@@ -92,6 +93,7 @@ class RawLaneMixin:
             origin=self._raw_origin(),
             request_id=request_id,
             progress=token is not None,
+            meta=backend_meta,
         )
         if spliced is not None:
             self._forwarded[request_id] = spliced
@@ -99,7 +101,7 @@ class RawLaneMixin:
         # Not ready (or its stdin is backed up): through the mailbox, which waits for it.
         scope = self._forwarded[request_id] = trio.CancelScope()
         self._nursery.start_soon(
-            self._forward_call, request_id, route.original, handle, arguments, token, scope
+            self._forward_call, request_id, route.original, handle, arguments, backend_meta, token, scope
         )
         return True
 
@@ -162,6 +164,7 @@ class RawLaneMixin:
         name: str,
         handle: BackendHandle,
         arguments: dict[str, Any] | None,
+        meta: dict[str, Any] | None,
         token: str | int | None,
         scope: trio.CancelScope,
     ) -> None:
@@ -189,6 +192,7 @@ class RawLaneMixin:
                         lambda reply: msgs.ForwardCall(
                             name=name,
                             arguments=arguments,
+                            meta=meta,
                             request_id=request_id,
                             progress=progress,
                             origin=origin,

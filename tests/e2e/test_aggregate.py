@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Callable
@@ -42,6 +43,7 @@ async def test_lists_and_calls_tools_of_every_backend(assern_env: AssernEnv, two
                 "my_beta_echo",
                 "my_beta_get_env",
                 "my_beta_get_pid",
+                "my_beta_get_meta",
                 "my_beta_gate",
             }
 
@@ -135,6 +137,26 @@ async def test_progress_reaches_the_caller(assern_env: AssernEnv, two_backends: 
             result = await client.call_tool("alpha_progress", {"steps": 3}, progress_callback=on_progress)
     assert text_of(result) == "progressed"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+
+
+async def test_the_clients_meta_reaches_the_backend(assern_env: AssernEnv, two_backends: Path) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        pass
+
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            # The first call may take the SDK's way (the session is not settled yet), the
+            # later ones the raw lane: the meta must get through either way.
+            results = [await client.call_tool("alpha_get_meta", {}, meta={"trace": "t-1"})]
+            await client.list_tools()
+            results.append(await client.call_tool("alpha_get_meta", {}, meta={"trace": "t-2"}))
+            results.append(await client.call_tool("alpha_get_meta", {}, meta={"trace": "t-3"}))
+            results.append(
+                await client.call_tool(
+                    "alpha_get_meta", {}, meta={"trace": "t-4"}, progress_callback=on_progress
+                )
+            )
+    assert [json.loads(text_of(r)) for r in results] == [{"trace": f"t-{i}"} for i in range(1, 5)]
 
 
 async def test_cancellation_reaches_the_backend(

@@ -34,6 +34,7 @@ Tools (results are a single text content block):
     log(level, message)   -> sends a notifications/message log entry, then "logged"
     update_resource(uri)  -> sends notifications/resources/updated for `uri`, then "updated"
     big(n)                -> a text of exactly `n` bytes ("xxx…")
+    get_meta()            -> the request's `_meta` as JSON, without its progress token
 
 Resources:
     test://info                         -> "info of NAME"
@@ -64,6 +65,7 @@ Without --hang-on-start the process exits (status 0) when its stdin closes.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -216,6 +218,7 @@ class TestingServer:
                 self.get_env,
             ),
             ToolDef("get_pid", "Return the server's process id.", {}, self.get_pid),
+            ToolDef("get_meta", "Return the request's `_meta` as JSON.", {}, self.get_meta),
             ToolDef("slow", "Sleep `seconds`, then return `done`.", {"seconds": "number"}, self.slow),
             ToolDef(
                 "gate",
@@ -313,6 +316,12 @@ class TestingServer:
 
     async def get_pid(self, ctx: Ctx) -> str:
         return str(os.getpid())
+
+    async def get_meta(self, ctx: Ctx) -> str:
+        meta = dict(ctx.meta or {})
+        meta.pop("progress_token", None)
+        meta.pop("progressToken", None)
+        return json.dumps(meta, sort_keys=True)
 
     async def slow(self, ctx: Ctx, seconds: float) -> str:
         await anyio.sleep(seconds)
