@@ -102,6 +102,11 @@ class BackendActor(RequestsMixin):
         """The current snapshot (a new frozen value; the actor keeps replacing its own)."""
         return attrs.evolve(self._status, in_flight=self.in_flight, calls_total=self.calls_total)
 
+    @property
+    def state(self) -> BackendState:
+        """The current state alone (cheaper than `status`, which builds a snapshot)."""
+        return self._status.state
+
     def _set(self, **changes: Any) -> None:
         old = self._status.state
         self._status = attrs.evolve(self._status, **changes)

@@ -205,7 +205,7 @@ class BackendsActor:
             if handle is None:
                 continue
             running = name in sup.status() and sup.status()[name].state is not ChildState.STOPPED
-            if what == "wake" and not running and handle.status.state is BackendState.LAZY:
+            if what == "wake" and not running and handle.state is BackendState.LAZY:
                 log.info("backend_lazy_start", server=name)
                 if name in sup.status():
                     await sup.terminate_child(name)

@@ -31,6 +31,10 @@ class BackendHandle:
     def status(self) -> BackendStatus:
         return self.actor.status
 
+    @property
+    def state(self) -> BackendState:
+        return self.actor.state
+
 
 async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendRequest]) -> T:
     """Send one request to a backend and wait for its answer.

@@ -133,7 +133,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         return [
             name
             for name, handle in self.shared.directory().items()
-            if name not in known and handle.status.state is not BackendState.FAILED
+            if name not in known and handle.state is not BackendState.FAILED
         ]
 
     async def _capture_session(
@@ -230,7 +230,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         return all(
             name in catalog.servers
             for name, handle in self.shared.directory().items()
-            if handle.status.state is BackendState.READY
+            if handle.state is BackendState.READY
         )
 
     async def _wait_settled(self, limit: float) -> None:
