@@ -1,7 +1,12 @@
 """The raw lane: tools/call forwarded as JSON without re-validating models.
 
 `RawLaneMixin` is the part of `ClientConnection` that takes a tools/call (and its
-cancellation) off the wire before the SDK sees it. It uses the connection's own state.
+cancellation) and tools/list off the wire before the SDK sees them. It uses the
+connection's own state. A call to a ready backend is spliced (actors/backend/splice.py):
+`RawReply` gets the backend's answer in the backend's stdout reader and writes it to the
+client with the client's id. A call to a backend that is not ready goes through its
+mailbox in a task of its own, which waits for it. tools/list is answered from the
+catalog's encoded tools.
 """
 
 from __future__ import annotations
