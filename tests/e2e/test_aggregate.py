@@ -159,6 +159,28 @@ async def test_the_clients_meta_reaches_the_backend(assern_env: AssernEnv, two_b
     assert [json.loads(text_of(r)) for r in results] == [{"trace": f"t-{i}"} for i in range(1, 5)]
 
 
+async def test_large_results_arrive_whole_and_in_step_with_small_ones(
+    assern_env: AssernEnv, two_backends: Path
+) -> None:
+    # A few MB: many times what a pipe holds, so both of assern's pipes fill, its
+    # writers queue the rest, and the small answers around must still arrive intact.
+    sizes = [3_000_000, 1, 700_000, 65_536, 65_535]
+    got: dict[int, str] = {}
+
+    async def fetch(client: Client, n: int) -> None:
+        got[n] = text_of(await client.call_tool("alpha_big", {"n": n}))
+
+    with trio.fail_after(120):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            await client.list_tools()
+            async with trio.open_nursery() as nursery:
+                for n in sizes:
+                    nursery.start_soon(fetch, client, n)
+                assert text_of(await client.call_tool("my_beta_echo", {"text": "small"})) == "small"
+    assert {n: len(text) for n, text in got.items()} == {n: n for n in sizes}
+    assert all(set(text) == {"x"} for text in got.values())
+
+
 async def test_cancellation_reaches_the_backend(
     assern_env: AssernEnv, two_backends: Path, tmp_path: Path
 ) -> None:
