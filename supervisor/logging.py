@@ -12,6 +12,7 @@ few microseconds, while a queue to a writer thread made every call pay for a GIL
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -35,10 +36,16 @@ def redact(value: str) -> str:
     return f"{value[:2]}…(redacted)" if len(value) > 4 else "…(redacted)"
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    """Whether values under `key` are masked (asked for every key of every event: cached)."""
+    return _SECRET_KEYS.match(key) is not None
+
+
 def redact_secrets(_logger: object, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Mask values under secret-looking keys; env and header maps keep their keys only."""
-    for key, value in list(event.items()):
-        if not _SECRET_KEYS.match(key):
+    for key, value in event.items():  # values are replaced, never keys: safe while iterating
+        if not _secret_key(key):
             continue
         if isinstance(value, dict):
             event[key] = sorted(value)
