@@ -187,7 +187,7 @@ class RawLaneMixin:
                 note = {"jsonrpc": "2.0", "method": "notifications/progress", "params": params}
                 await self._write_quietly(send_raw, json.dumps(note).encode() + b"\n")
 
-        origin = self._origin(self._session, None)
+        origin = self._raw_origin()
         started = trio.current_time()
         try:
             with scope:
@@ -204,14 +204,19 @@ class RawLaneMixin:
                             reply=reply,
                         ),
                     )
-                    line = {"jsonrpc": "2.0", "id": request_id, "result": result}
+                    out = json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n"
                 except Exception as exc:
-                    error = to_mcp_error(exc).error.model_dump(mode="json", exclude_none=True)
-                    line = {"jsonrpc": "2.0", "id": request_id, "error": error}
+                    out = error_reply(request_id, exc)
                 self._record_call(handle.name, started)
-                await self._write_quietly(send_raw, json.dumps(line).encode() + b"\n")
+                await self._write_quietly(send_raw, out)
         finally:
             self._forwarded.pop(request_id, None)
+
+
+def error_reply(request_id: str | int, error: Exception) -> bytes:
+    """The JSON-RPC error line that answers `request_id` with `error` (see to_mcp_error)."""
+    payload = to_mcp_error(error).error.model_dump(mode="json", exclude_none=True)
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": payload}).encode() + b"\n"
 
 
 class RawReply:
@@ -246,8 +251,7 @@ class RawReply:
                 reply = {"jsonrpc": "2.0", "id": self._request_id, "result": message["result"]}
                 out = json.dumps(reply).encode() + b"\n"
         else:
-            error = error_of(message).error.model_dump(mode="json", exclude_none=True)
-            out = json.dumps({"jsonrpc": "2.0", "id": self._request_id, "error": error}).encode() + b"\n"
+            out = error_reply(self._request_id, error_of(message))
         self._connection._write_raw(out)
 
     def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
@@ -276,6 +280,4 @@ class RawReply:
         self._send_error(await describe())
 
     def _send_error(self, error: Exception) -> None:
-        payload = to_mcp_error(error).error.model_dump(mode="json", exclude_none=True)
-        line = {"jsonrpc": "2.0", "id": self._request_id, "error": payload}
-        self._connection._write_raw(json.dumps(line).encode() + b"\n")
+        self._connection._write_raw(error_reply(self._request_id, error))
