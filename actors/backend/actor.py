@@ -1,12 +1,14 @@
-"""One backend: owns its process (or HTTP session) and its MCP client, serves its mailbox.
+"""One backend: owns its process (or HTTP connection) and its MCP session, serves its mailbox.
 
 Each call to `run` is one incarnation, started and restarted by the backends supervisor.
 The `BackendActor` object itself outlives incarnations: it keeps the mailbox's receive
 end, the status snapshot and the stderr tail, so addresses and history survive restarts.
 
-The SDK's `Client` is entered and exited by the incarnation's own task (SDK context
-managers must not cross tasks). Calls run in the incarnation's nursery, many at once;
-a progress notification from the backend resets that call's timeout.
+An incarnation talks to its backend through a `BackendSession` (session.py): our own
+handshake-era client for a stdio backend on protocol "legacy", the SDK's `Client` for
+the others. The session is entered and exited by the incarnation's own task (the SDK's
+context managers must not cross tasks). Calls run in the incarnation's nursery, many
+at once; a progress notification from the backend resets that call's timeout.
 """
 
 from __future__ import annotations
@@ -14,17 +16,12 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import attrs
 import mcp_types as types
 import structlog
 import trio
-from mcp import Client
-from mcp.client._transport import TransportStreams
-from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from assern.actors.backend.calls import CallOrigins, RequestsMixin
@@ -32,21 +29,21 @@ from assern.actors.backend.errors import (
     BackendExited,
     BackendHung,
     BackendStartTimeout,
+    HandshakeFailed,
     describe_exit,
 )
-from assern.actors.backend.messages import (
-    BackendRequest,
-)
+from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.messages import BackendRequest
+from assern.actors.backend.session import BackendSession, SessionHooks, open_session
 from assern.actors.backend.splice import SplicedCall, watch_deadlines
 from assern.actors.backend.status import BackendState, BackendStatus
-from assern.actors.backend.transport import ProcessLink, stdio_transport
+from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
+from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.router.catalog import BackendListing
 from assern.supervisor.trionics import main_error, raise_unwrapped
 
 log = structlog.get_logger()
-
-CLIENT_INFO = types.Implementation(name="assern", version="0.1.0")
 
 #: An idle backend is pinged this often; no answer within PING_TIMEOUT means it hangs.
 PING_INTERVAL = 30.0
@@ -94,6 +91,7 @@ class BackendActor(RequestsMixin):
         self._ended = trio.Event()
         self._end: Exception | None = None
         self._last_activity = 0.0
+        self._refresh_requested = trio.Event()
 
     # ------------------------------------------------------------------ status
 
@@ -132,21 +130,19 @@ class BackendActor(RequestsMixin):
 
     # ------------------------------------------------------------ incarnation
 
-    def _transport(self) -> AbstractAsyncContextManager[TransportStreams] | str:
-        if self.spec.transport == "stdio":
-            return stdio_transport(
-                self.spec, self._link, self._stderr_line, lambda pid: self._on_spawn(self.spec.name, pid)
-            )
-        if self.spec.transport == "sse":
-            from mcp.client.sse import sse_client
-
-            return sse_client(self.spec.url or "", headers=dict(self.spec.headers))
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        return streamable_http_client(
-            self.spec.url or "", http_client=httpx2.AsyncClient(headers=dict(self.spec.headers))
+    def _hooks(self) -> SessionHooks:
+        return SessionHooks(
+            list_changed=self._request_refresh,
+            notify=lambda notification: self._on_notification(self.spec.name, notification),
+            bad_message=lambda error: log.warning("backend_bad_message", error=error),
+            ask=self._ask_origin,
+            stderr=self._stderr_line,
+            spawned=lambda pid: self._on_spawn(self.spec.name, pid),
         )
+
+    def _request_refresh(self) -> None:
+        """A list changed: fetch the listing again (once, however many changes arrive meanwhile)."""
+        self._refresh_requested.set()
 
     def _stderr_line(self, line: str) -> None:
         log.info("backend_stderr", line=line)
@@ -172,6 +168,7 @@ class BackendActor(RequestsMixin):
         self._exit_reason = None
         self._ended = trio.Event()
         self._end = None
+        self._refresh_requested = trio.Event()
         spec = self.spec
         with structlog.contextvars.bound_contextvars(actor="backend", server=spec.name):
             self.in_flight = 0
@@ -180,18 +177,8 @@ class BackendActor(RequestsMixin):
             started = trio.current_time()
             try:
                 with trio.CancelScope(deadline=started + spec.startup_timeout) as startup:
-                    async with Client(
-                        self._transport(),  # type: ignore[arg-type]
-                        mode="legacy" if spec.protocol == "legacy" else spec.protocol,  # type: ignore[arg-type]
-                        cache=None,
-                        client_info=CLIENT_INFO,
-                        message_handler=self._on_message,
-                        logging_callback=self._on_log,
-                        sampling_callback=self._on_sampling,
-                        elicitation_callback=self._on_elicitation,
-                        list_roots_callback=self._on_roots,
-                    ) as client:
-                        await self._refresh_listing(client)
+                    async with open_session(spec, self._link, self._hooks()) as session:
+                        await self._refresh_listing(session)
                         startup.deadline = math.inf
                         if probe:
                             log.info("backend_probed", tools=self.status.tools)
@@ -199,7 +186,7 @@ class BackendActor(RequestsMixin):
                             return
                         self.fast_path = (
                             self._link.forwarder is not None
-                            and client.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+                            and session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                         )
                         self._set(
                             state=BackendState.READY,
@@ -214,7 +201,7 @@ class BackendActor(RequestsMixin):
                         )
                         self._on_change(spec.name)
                         task_status.started()
-                        await self._serve(client)
+                        await self._serve(session)
                 if startup.cancelled_caught:
                     raise BackendStartTimeout(
                         f"server '{spec.name}' was not ready within {spec.startup_timeout:g} s"
@@ -225,7 +212,8 @@ class BackendActor(RequestsMixin):
                 cause = main_error(exc)
                 if isinstance(cause, BackendExited | BackendStartTimeout | BackendHung):
                     raise_unwrapped(cause)
-                if self._link.process is not None:  # a lost pipe: let the exit code arrive
+                lost = not isinstance(cause, HandshakeFailed | RpcError)
+                if lost and self._link.process is not None:  # a lost pipe: let the exit code arrive
                     with trio.move_on_after(1.0):
                         await self._link.exited.wait()
                 raise self._exit_error(cause) from cause
@@ -240,6 +228,12 @@ class BackendActor(RequestsMixin):
                 )
 
     def _exit_error(self, exc: BaseException) -> BackendExited:
+        # The backend answered, and what it said cannot start a connection: that is why,
+        # not the exit status of the process we then stopped.
+        if isinstance(exc, HandshakeFailed):
+            return BackendExited(self.spec.name, str(exc))
+        if isinstance(exc, RpcError):
+            return BackendExited(self.spec.name, f"could not start: {exc}")
         if self._link.exited.is_set() or self._link.exit_code is not None:
             return BackendExited(
                 self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail))
@@ -252,19 +246,18 @@ class BackendActor(RequestsMixin):
             self._end = error
             self._ended.set()
 
-    async def _serve(self, client: Client) -> None:
-        self._refresh_requested = trio.Event()
+    async def _serve(self, session: BackendSession) -> None:
         self._last_activity = trio.current_time()
         async with trio.open_nursery() as calls:
-            calls.start_soon(self._refresher, client)
-            calls.start_soon(self._serve_mailbox, client, calls)
+            calls.start_soon(self._refresher, session)
+            calls.start_soon(self._serve_mailbox, session, calls)
             calls.start_soon(self._watch_exit)
-            calls.start_soon(self._ping, client)
+            calls.start_soon(self._ping, session)
             calls.start_soon(watch_deadlines, self._spliced, self.spec.timeout, self._expire)
             if self.spec.idle_timeout is not None:
                 calls.start_soon(self._watch_idle, self.spec.idle_timeout)
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                calls.start_soon(self._listen, client)
+            if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                calls.start_soon(self._listen, session)
             await self._ended.wait()
             end = self._end
             assert end is not None
@@ -276,9 +269,9 @@ class BackendActor(RequestsMixin):
             log.warning("backend_exited", exit=self._link.exit_code, reason=self._exit_reason)
         raise end
 
-    async def _listen(self, client: Client) -> None:
+    async def _listen(self, session: BackendSession) -> None:
         """Follow a 2026-07-28 backend's changes: they arrive on a `subscriptions/listen` stream."""
-        caps = client.server_capabilities
+        caps = session.server_capabilities
         pinned = self._pinned()  # capabilities unknown: ask for all, the server honours a subset
         wanted = {
             "tools_list_changed": pinned or bool(caps.tools and caps.tools.list_changed),
@@ -288,11 +281,12 @@ class BackendActor(RequestsMixin):
         if not any(wanted.values()):
             return
         try:
-            async with client.listen(**wanted) as subscription:
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged | PromptsListChanged | ResourcesListChanged):
-                        self._refresh_requested.set()
-        except (MCPError, RuntimeError) as exc:  # refused, or the stream was lost
+            await session.listen(
+                tools=wanted["tools_list_changed"],
+                prompts=wanted["prompts_list_changed"],
+                resources=wanted["resources_list_changed"],
+            )
+        except (RpcError, ForwardLost, RuntimeError) as exc:  # refused, or the stream was lost
             log.warning("backend_listen_ended", error=str(exc))
 
     async def _watch_exit(self) -> None:
@@ -301,14 +295,17 @@ class BackendActor(RequestsMixin):
             BackendExited(self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail)))
         )
 
-    async def _ping(self, client: Client) -> None:
+    async def _ping(self, session: BackendSession) -> None:
         """Ping a quiet backend now and then; silence means it hangs and is restarted."""
         while True:
             await trio.sleep(PING_INTERVAL)
             if trio.current_time() - self._last_activity < PING_INTERVAL or self.in_flight:
                 continue
             with trio.move_on_after(PING_TIMEOUT) as waited:
-                await client.send_ping()
+                try:
+                    await session.send_ping()
+                except RpcError:
+                    pass  # an error is an answer too: the backend is alive
             if waited.cancelled_caught:
                 self._finish(BackendHung(self.spec.name, f"did not answer a ping within {PING_TIMEOUT:g} s"))
                 return
@@ -323,9 +320,9 @@ class BackendActor(RequestsMixin):
                 self._on_idle(self.spec.name)
                 return
 
-    async def _serve_mailbox(self, client: Client, calls: trio.Nursery) -> None:
+    async def _serve_mailbox(self, session: BackendSession, calls: trio.Nursery) -> None:
         async for msg in self.inbox:
-            calls.start_soon(self._handle, client, msg)
+            calls.start_soon(self._handle, session, msg)
 
     # ------------------------------------------------------------------ listing
 
@@ -333,9 +330,8 @@ class BackendActor(RequestsMixin):
         """A protocol version pin: no handshake, so the backend's capabilities are unknown."""
         return self.spec.protocol not in ("legacy", "auto")
 
-    async def _refresh_listing(self, client: Client) -> None:
-        caps = client.server_capabilities
-        session = client.session
+    async def _refresh_listing(self, session: BackendSession) -> None:
+        caps = session.server_capabilities
         unknown = self._pinned()  # ask for everything; what it does not serve stays empty
         tools: list[types.Tool] = []
         resources: list[types.Resource] = []
@@ -361,47 +357,29 @@ class BackendActor(RequestsMixin):
         )
         self._set(tools=len(tools), resources=len(resources), prompts=len(prompts))
 
-    async def _refresher(self, client: Client) -> None:
+    async def _refresher(self, session: BackendSession) -> None:
         while True:
             await self._refresh_requested.wait()
             self._refresh_requested = trio.Event()
             try:
-                await self._refresh_listing(client)
-            except MCPError as exc:
+                await self._refresh_listing(session)
+            except (RpcError, ForwardLost) as exc:
                 log.warning("backend_relist_failed", error=str(exc))
                 continue
             log.info("backend_catalog_changed", tools=self.status.tools)
             self._on_change(self.spec.name)
 
-    async def _on_message(self, message: types.ServerNotification | Exception) -> None:
-        if isinstance(message, Exception):
-            log.warning("backend_bad_message", error=str(message))
-            return
-        if isinstance(
-            message,
-            types.ToolListChangedNotification
-            | types.PromptListChangedNotification
-            | types.ResourceListChangedNotification,
-        ):
-            self._refresh_requested.set()
-        elif isinstance(message, types.ResourceUpdatedNotification):
-            self._on_notification(self.spec.name, message)
-
-    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self._on_notification(self.spec.name, types.LoggingMessageNotification(params=params))
-
 
 async def _all_pages(
-    fetch: Callable[..., Awaitable[Any]], field: str, *, optional: bool = False
+    fetch: Callable[[str | None], Awaitable[Any]], field: str, *, optional: bool = False
 ) -> list[Any]:
     """Every page of one list; with `optional`, a backend that does not serve it has none."""
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(1000):
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         try:
-            page = await fetch(params=params)
-        except MCPError as exc:
+            page = await fetch(cursor)
+        except RpcError as exc:
             if optional and exc.code == types.METHOD_NOT_FOUND:
                 return items
             raise

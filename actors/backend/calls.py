@@ -2,25 +2,24 @@
 routed back to the client whose call caused them.
 
 `RequestsMixin` is the request half of `BackendActor` (actor.py holds the lifecycle half);
-the attributes it uses are the actor's own state.
+the attributes it uses are the actor's own state. Requests go to the backend through
+its `BackendSession` (session.py), whichever client speaks it; a tools/call forwarded
+as raw JSON-RPC goes through the process's `Forwarder` instead.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import mcp_types as types
 import outcome
 import structlog
 import trio
-from mcp import Client
-from mcp.client.session import ClientRequestContext
-from mcp.shared.exceptions import MCPError
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from assern.actors.backend.errors import BackendHung, BackendTimeout, describe_exit
+from assern.actors.backend.errors import BackendHung, BackendTimeout, describe_exit, describe_invalid
 from assern.actors.backend.forward import STOPPING, ForwardLost
 from assern.actors.backend.messages import (
     BackendRequest,
@@ -34,15 +33,22 @@ from assern.actors.backend.messages import (
     SetLevel,
     Subscribe,
 )
+from assern.actors.backend.session import BackendSession
 from assern.actors.backend.splice import CallReply, Describe, SplicedCall
 from assern.actors.backend.status import BackendStatus
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
+from assern.actors.jsonrpc.errors import RpcError
 from assern.supervisor.mailbox import reply_to
 
 log = structlog.get_logger()
 
-R = TypeVar("R", bound=BaseModel)
+#: The backend's requests that go back to a client, and what a valid answer looks like.
+ORIGIN_RESULTS: dict[str, type[BaseModel]] = {
+    "sampling/createMessage": types.CreateMessageResult,
+    "elicitation/create": types.ElicitResult,
+    "roots/list": types.ListRootsResult,
+}
 
 
 @attrs.define(eq=False)
@@ -167,36 +173,41 @@ class RequestsMixin:
 
     # ------------------------------------------- server-to-client, back to origin
 
-    async def _ask_origin(self, method: str, params: Any, result: type[R]) -> R | types.ErrorData:
-        """Ask the client whose call is the latest in flight; its answer, or an error for the backend."""
+    async def _ask_origin(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Ask the client whose call is the latest in flight, for the backend; its result dict.
+
+        Raises RpcError when there is no such call, when the client refuses, and when
+        its answer is not a valid result for `method`: the backend is answered with it.
+        """
         origin = self._calls.latest()
         if origin is None or origin.ask is None:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST,
-                message=f"no client call of server '{self.spec.name}' to route {method} to",
+            raise RpcError(
+                types.INVALID_REQUEST, f"no client call of server '{self.spec.name}' to route {method} to"
             )
-        payload = None if params is None else params.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
-            return result.model_validate(await origin.ask(method, payload))
-        except MCPError as exc:
-            return exc.error
-
-    async def _on_sampling(
-        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
-    ) -> types.CreateMessageResult | types.ErrorData:
-        return await self._ask_origin("sampling/createMessage", params, types.CreateMessageResult)
-
-    async def _on_elicitation(
-        self, context: ClientRequestContext, params: types.ElicitRequestParams
-    ) -> types.ElicitResult | types.ErrorData:
-        return await self._ask_origin("elicitation/create", params, types.ElicitResult)
-
-    async def _on_roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
-        return await self._ask_origin("roots/list", None, types.ListRootsResult)
+            answer = await origin.ask(method, params)
+        except RpcError:
+            raise
+        except Exception as exc:
+            # A client connection that still runs on the SDK raises the SDK's error type,
+            # which carries the same JSON-RPC error object.
+            error = getattr(exc, "error", None)
+            if isinstance(error, types.ErrorData):
+                raise RpcError(error.code, error.message, error.data) from exc
+            raise RpcError(types.INTERNAL_ERROR, f"the client could not answer {method}: {exc}") from exc
+        model = ORIGIN_RESULTS.get(method)
+        if model is None:
+            return answer
+        try:
+            return model.model_validate(answer).model_dump(by_alias=True, mode="json", exclude_none=True)
+        except ValidationError as exc:
+            raise RpcError(
+                types.INTERNAL_ERROR, f"the client's answer to {method} is not valid: {describe_invalid(exc)}"
+            ) from None
 
     # -------------------------------------------------------------------- calls
 
-    async def _handle(self, client: Client, msg: BackendRequest) -> None:
+    async def _handle(self, session: BackendSession, msg: BackendRequest) -> None:
         call_id = self._calls.add(msg.origin if isinstance(msg, CallTool | ForwardCall) else None)
         self._last_activity = trio.current_time()
         self.in_flight += 1
@@ -205,7 +216,7 @@ class RequestsMixin:
         answer: outcome.Outcome[Any] | None = None
         with msg.reply:
             try:
-                answer = await self._answer(client, msg)
+                answer = await self._answer(session, msg)
             except trio.Cancelled:
                 # The incarnation is going away: tell the caller why, not just "gone".
                 if self._exit_reason is not None:
@@ -228,20 +239,18 @@ class RequestsMixin:
                     duration_ms=round((trio.current_time() - started) * 1000, 2),
                 )
 
-    async def _answer(self, client: Client, msg: BackendRequest) -> outcome.Outcome[Any] | None:
+    async def _answer(self, session: BackendSession, msg: BackendRequest) -> outcome.Outcome[Any] | None:
         """Run one request; None when its caller cancelled it (nobody is waiting)."""
         try:
             with msg.scope, trio.move_on_after(self.spec.timeout) as deadline:
-                return outcome.Value(await self._dispatch(client, msg, deadline))
+                return outcome.Value(await self._dispatch(session, msg, deadline))
             if msg.scope.cancelled_caught:
                 return None
             text = f"did not answer within {self.spec.timeout:g} s"
             # A backend that lets a call run past its timeout is treated as hung: restarted.
             self._finish(BackendHung(self.spec.name, f"{text}; restarting it"))
             return outcome.Error(BackendTimeout(f"server '{self.spec.name}' {text}"))
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                return outcome.Error(await self._unavailable())
+        except RpcError as exc:
             return outcome.Error(exc)
         except ForwardLost:
             return outcome.Error(await self._unavailable())
@@ -255,8 +264,9 @@ class RequestsMixin:
             self.spec.name, describe_exit(self._link.exit_code, list(self._link.stderr_tail))
         )
 
-    async def _dispatch(self, client: Client, msg: BackendRequest, deadline: trio.CancelScope) -> Any:
-        session = client.session
+    async def _dispatch(
+        self, session: BackendSession, msg: BackendRequest, deadline: trio.CancelScope
+    ) -> Any:
         match msg:
             case CallTool():
                 sink = msg.progress
@@ -266,14 +276,7 @@ class RequestsMixin:
                     if sink is not None:
                         await sink(progress, total, message)
 
-                return await session.call_tool(
-                    msg.name,
-                    msg.arguments,
-                    progress_callback=on_progress,
-                    meta=msg.meta,  # type: ignore[arg-type]
-                    allow_input_required=True,
-                    allow_claimed=True,
-                )
+                return await session.call_tool(msg.name, msg.arguments, meta=msg.meta, progress=on_progress)
             case ForwardCall():
                 forwarder = self._link.forwarder
                 if forwarder is None:

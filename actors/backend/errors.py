@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class BackendExited(Exception):
     def __init__(self, server: str, description: str) -> None:
@@ -15,6 +17,13 @@ class BackendStartTimeout(Exception):
 
 class BackendTimeout(Exception):
     pass
+
+
+class HandshakeFailed(Exception):
+    """The backend's answer to `initialize` cannot start a connection.
+
+    The text says why, as a predicate of the server ("chose protocol version …").
+    """
 
 
 class BackendHung(Exception):
@@ -35,3 +44,13 @@ def describe_exit(code: int | None, stderr_tail: list[str]) -> str:
     if stderr_tail:
         text += "; last stderr: " + " | ".join(stderr_tail[-3:])
     return text
+
+
+def describe_invalid(exc: ValidationError, limit: int = 3) -> str:
+    """The first few problems of a validation error, on one line."""
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc']) or '(top)'}: {error['msg']}"
+        for error in exc.errors()[:limit]
+    ]
+    more = exc.error_count() - len(problems)
+    return "; ".join(problems) + (f" (and {more} more)" if more > 0 else "")

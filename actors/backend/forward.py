@@ -1,15 +1,18 @@
-"""Raw JSON-RPC forwarding to a stdio backend: the fast lane for tools/call.
+"""The JSON-RPC request table of one stdio backend process: our ids, their answers.
 
-Requests sent here bypass the SDK client: they go out as one JSON line with an id of
-our own (`a1`, `a2`, … — the SDK only mints integers, so the id spaces never meet), and
-their responses and progress notifications are picked off the backend's stdout before
-the SDK sees them. Nothing is re-validated on the way through; the result dict is
-handed up as the backend wrote it. Everything else (the handshake, lists, server-to-
-client requests) still goes through the SDK client on the same pipe.
+Every request assern sends a stdio backend goes out here as one JSON line with an id
+of our own (`a1`, `a2`, …): the handshake-era session's requests (actors/backend/
+client.py) and the raw lane's tools/calls (splice.py). The backend's stdout reader
+hands each decoded message to `route` first, which picks off the responses and the
+progress notifications that belong to a pending request; everything else (the
+backend's own requests and notifications) goes on to the session. When the SDK
+speaks to a stdio backend (protocol "auto" or a version pin), its requests carry
+integer ids, so the two id spaces never meet on the shared pipe.
 
-Each pending request has a `Sink` that the backend's stdout reader calls synchronously
-with what arrives for it. `request` waits for the answer in the caller's task; a spliced
-call (actors/backend/splice.py) hands its answer on without any task of its own.
+Each pending request has a `Sink` that the stdout reader calls synchronously with
+what arrives for it. `request` waits for the answer in the caller's task; a spliced
+call (splice.py) hands its answer on without any task of its own. Results are handed
+up as the backend wrote them: validating them is the caller's business.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import attrs
+import mcp_types as types
 import trio
-from mcp.shared.exceptions import MCPError
+
+from assern.actors.jsonrpc.errors import RpcError
 
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -35,7 +40,7 @@ class ForwardLost(Exception):
 
 
 class Outbox(Protocol):
-    """The backend's stdin, in order with the SDK's messages (supervisor/writer.py)."""
+    """The backend's stdin: one writer for every line that goes there (supervisor/writer.py)."""
 
     def write_nowait(self, data: bytes) -> bool:
         """Write or queue `data` at once; False when refused (nothing written)."""
@@ -72,15 +77,9 @@ def swap_id(line: bytes, ours: str, theirs: str | int) -> bytes | None:
     return line.replace(token, json.dumps(theirs).encode()) + b"\n"
 
 
-def error_of(message: dict[str, Any]) -> MCPError:
-    """The backend's JSON-RPC error response as an MCPError (code, message, data)."""
-    error = message.get("error")
-    error = error if isinstance(error, dict) else {}
-    return MCPError(
-        code=int(error.get("code", -32603)),
-        message=str(error.get("message", "backend error")),
-        data=error.get("data"),
-    )
+def error_of(message: dict[str, Any]) -> RpcError:
+    """The backend's JSON-RPC error response as an RpcError (code, message, data)."""
+    return RpcError.from_dict(message.get("error"))
 
 
 @attrs.define(eq=False)
@@ -106,7 +105,7 @@ class _Waiter:
 
 
 class Forwarder:
-    """Pending raw requests of one backend process. Owned by that process's transport."""
+    """Pending requests of one backend process, and its stdin. Owned by that process's transport."""
 
     def __init__(self, out: Outbox) -> None:
         self._out = out
@@ -119,7 +118,7 @@ class Forwarder:
         return self._closed is not None
 
     def route(self, raw: Any, line: bytes = b"") -> bool:
-        """Take a decoded backend message if it belongs to a raw request (synchronous).
+        """Take a decoded backend message if it belongs to a pending request (synchronous).
 
         `line` is the message as the backend wrote it, handed on to the request's sink.
         """
@@ -186,27 +185,36 @@ class Forwarder:
         return True
 
     async def request(
-        self, method: str, params: dict[str, Any], progress: ProgressSink | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        progress: ProgressSink | None = None,
+        *,
+        cancellable: bool = True,
     ) -> dict[str, Any]:
         """Send one request and wait for its result dict.
 
-        Raises MCPError for an error response and ForwardLost when the process goes away.
-        On cancellation the backend is sent `notifications/cancelled` for our id.
+        Raises RpcError for an error response (or a result that is not a JSON object)
+        and ForwardLost when the process goes away. On cancellation the backend is sent
+        `notifications/cancelled` for our id, unless the request is not `cancellable`
+        (`initialize` must not be cancelled).
         """
         if self._closed is not None:
             raise ForwardLost(self._closed)
         self._next += 1
         request_id = f"a{self._next}"
         if progress is not None:
-            meta = dict(params.get("_meta") or {})
+            meta = dict((params or {}).get("_meta") or {})
             meta["progressToken"] = request_id
-            params = {**params, "_meta": meta}
+            params = {**(params or {}), "_meta": meta}
         waiter = _Waiter()
         self._pending[request_id] = waiter
-        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
         try:
             try:
-                await self._out.write(line.encode() + b"\n")
+                await self._out.write(json.dumps(message).encode() + b"\n")
             except trio.BrokenResourceError as exc:
                 raise ForwardLost("the backend closed its stdin") from exc
             while True:
@@ -218,7 +226,7 @@ class Forwarder:
                 if waiter.response is not None or waiter.lost_reason is not None:
                     break
         except trio.Cancelled:
-            if waiter.response is None and waiter.lost_reason is None:
+            if cancellable and waiter.response is None and waiter.lost_reason is None:
                 self.cancel(request_id)
             raise
         finally:
@@ -227,5 +235,42 @@ class Forwarder:
             raise ForwardLost(waiter.lost_reason or "the backend went away")
         if "result" not in waiter.response:
             raise error_of(waiter.response)
-        result = waiter.response.get("result")
-        return result if isinstance(result, dict) else {}
+        result = waiter.response["result"]
+        if not isinstance(result, dict):
+            raise RpcError(types.INTERNAL_ERROR, f"the backend's {method} result is not a JSON object")
+        return result
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send one notification; raises ForwardLost once the backend's stdin is closed."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        try:
+            await self._out.write(json.dumps(message).encode() + b"\n")
+        except trio.BrokenResourceError as exc:
+            raise ForwardLost("the backend closed its stdin") from exc
+
+    async def respond(
+        self, request_id: str | int, result: dict[str, Any] | None = None, error: RpcError | None = None
+    ) -> None:
+        """Answer one of the backend's own requests with `result`, or with `error`.
+
+        A backend that closed its stdin is gone: nobody is left to answer, so that is
+        not an error here.
+        """
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            message["error"] = error.to_dict()
+        else:
+            message["result"] = result if result is not None else {}
+        try:
+            await self._out.write(json.dumps(message).encode() + b"\n")
+        except trio.BrokenResourceError:
+            pass
+
+    async def write(self, data: bytes) -> None:
+        """Write one complete line someone else encoded (the SDK's messages, on its paths).
+
+        Raises trio.BrokenResourceError once the backend's stdin is closed.
+        """
+        await self._out.write(data)

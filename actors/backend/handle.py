@@ -45,7 +45,7 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
 
     Raises:
         BackendUnavailable: the backend failed, is stopped, or went away mid-call.
-        mcp.shared.exceptions.MCPError: the backend answered with a JSON-RPC error.
+        RpcError: the backend answered with a JSON-RPC error (or a result that is not valid).
     """
     status = handle.status
     if status.state is BackendState.FAILED:

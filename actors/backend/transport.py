@@ -1,8 +1,14 @@
-"""The link to one backend process: its stdio as the SDK's message streams.
+"""The link to one backend process: its pipes, and who reads what comes out of them.
 
 We spawn the process ourselves (not with the SDK's `stdio_client`) so that it gets the
 complete computed environment, a parent-death signal and its own process group, and so
 that its stderr becomes log events instead of noise on ours.
+
+Each stdout line is decoded once. The `Forwarder` (forward.py) takes the responses and
+progress notifications of pending requests; the rest goes to an `Inbound`: our own
+handshake-era session (client.py) in the common case, or the bridge to the SDK's
+message streams (sdk_client.py) for a stdio backend on protocol "auto" or a version pin.
+Nothing here imports the SDK.
 """
 
 from __future__ import annotations
@@ -12,13 +18,10 @@ import json
 import shutil
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol
 
-import anyio
 import attrs
-import mcp_types as types
 import trio
-from mcp.client._transport import TransportStreams
-from mcp.shared.message import SessionMessage
 
 from assern.actors.backend.forward import STOPPING, Forwarder
 from assern.actors.config.spec import ServerSpec
@@ -34,11 +37,24 @@ class ProcessLink:
     """What the backend actor knows about its current process. Owned by that actor."""
 
     process: ChildProcess | None = None
-    #: the raw fast lane over this process's pipes (set while the process runs)
+    #: the request table and stdin of this process (set while the process runs)
     forwarder: Forwarder | None = None
     exited: trio.Event = attrs.field(factory=trio.Event)
     exit_code: int | None = None
     stderr_tail: deque[str] = attrs.field(factory=lambda: deque(maxlen=STDERR_TAIL))
+
+
+class Inbound(Protocol):
+    """Who gets the backend's messages that are not answers to a pending request."""
+
+    async def receive(self, message: Any) -> None:
+        """One decoded message (any JSON value), or the ValueError of a line that is not JSON.
+
+        Awaited by the stdout reader: whatever takes long must go to a task of its own.
+        """
+
+    def closed(self) -> None:
+        """Nothing more will come: stdout ended, or stdin broke."""
 
 
 class CommandNotFound(Exception):
@@ -71,37 +87,29 @@ async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
             raise ValueError("a message from the backend exceeded 64 MiB")
 
 
-def parse_message(raw: object) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(types.jsonrpc_message_adapter.validate_python(raw, by_name=False))
-    except ValueError as exc:
-        return exc
-
-
 @contextlib.asynccontextmanager
-async def stdio_transport(
+async def stdio_process(
     spec: ServerSpec,
     link: ProcessLink,
+    inbound: Inbound,
     on_stderr: Callable[[str], None],
     on_spawn: Callable[[int], None] = lambda _pid: None,
-) -> AsyncIterator[TransportStreams]:
-    """Spawn the backend and yield (read, write) anyio streams of `SessionMessage`.
+) -> AsyncIterator[Forwarder]:
+    """Spawn the backend and yield its `Forwarder` (also `link.forwarder`) while it runs.
 
     On exit (normal, error or cancellation) the process group is stopped with bounded,
-    shielded waits. When the process exits by itself, `link.exited` is set and the read
-    stream ends, so pending requests fail at once.
+    shielded waits. When the process exits by itself, `link.exited` is set; when its
+    stdout ends, pending requests fail at once and `inbound` is told.
     """
     argv = resolve_command(spec)
     process = spawn(argv, env=spec.env, cwd=spec.cwd)
     link.process = process
     on_spawn(process.pid)  # recorded before anything can go wrong (see PidRegistry)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
     stdin = DirectWriter(process.stdin)
     forwarder = link.forwarder = Forwarder(stdin)
 
     async def pump_stdout() -> None:
-        async with read_send:
+        try:
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
                 async for line in _lines(process.stdout):
                     if not line.strip():
@@ -109,30 +117,20 @@ async def stdio_transport(
                     try:
                         raw = json.loads(line)
                     except ValueError as exc:
-                        item: SessionMessage | Exception = exc
-                    else:
-                        if forwarder.route(raw, line):
-                            continue
-                        item = parse_message(raw)
-                    try:
-                        await read_send.send(item)
-                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                        return
+                        await inbound.receive(exc)
+                        continue
+                    if not forwarder.route(raw, line):
+                        await inbound.receive(raw)
+        finally:
+            inbound.closed()
+        # Not when cancelled: then we are stopping the backend, and the requests still
+        # pending are failed with that reason (STOPPING) as the process is stopped.
         forwarder.close("the backend closed its stdout")
-
-    async def pump_messages() -> None:
-        async with write_recv:
-            async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                try:
-                    await stdin.write(data.encode() + b"\n")
-                except trio.BrokenResourceError:
-                    return
 
     async def pump_stdin() -> None:
         await stdin.pump()
-        read_send.close()
         forwarder.close("the backend closed its stdin")
+        inbound.closed()
 
     async def pump_stderr() -> None:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
@@ -147,12 +145,11 @@ async def stdio_transport(
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_stdout)
-        nursery.start_soon(pump_messages)
         nursery.start_soon(pump_stdin)
         nursery.start_soon(pump_stderr)
         nursery.start_soon(watch_exit)
         try:
-            yield read_recv, write_send
+            yield forwarder
         finally:
             forwarder.close(STOPPING)
             code = await stop_process(process)

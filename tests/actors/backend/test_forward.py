@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
-from mcp.shared.exceptions import MCPError
 
 from assern.actors.backend.forward import Forwarder, ForwardLost, swap_id
+from assern.actors.jsonrpc.errors import RpcError
 
 
 class RecordingSink:
@@ -107,8 +107,8 @@ async def test_request_waits_for_the_result_or_raises_the_backend_error(outbox: 
     async def call(name: str) -> None:
         try:
             results.append(await forwarder.request("tools/call", {"name": name}))
-        except MCPError as exc:
-            results.append((exc.error.code, exc.error.message, exc.error.data))
+        except RpcError as exc:
+            results.append((exc.code, exc.message, exc.data))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(call, "good")

@@ -1,0 +1,292 @@
+"""The backend session over the `mcp` SDK's `Client`, for the backends our own client does not serve.
+
+HTTP (streamable-http) and SSE backends, and stdio backends on protocol "auto" or a
+version pin (which may speak 2026-07-28, or probe for it), still run on the SDK. This
+module adapts its `Client` to the `BackendSession` interface (session.py), and at that
+edge turns the SDK's errors into ours: an `MCPError` becomes an `RpcError`, a lost
+connection (`CONNECTION_CLOSED`) a `ForwardLost`.
+
+For a stdio backend the SDK still reads and writes `SessionMessage`s on anyio streams;
+`stdio_streams` bridges them to the process that transport.py runs, whose `Forwarder`
+keeps serving the raw lane on the same pipes (its string ids never meet the SDK's
+integers).
+
+Importing this module loads the SDK: `open_session` imports it only when a backend
+that needs it starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+import trio
+from mcp import Client
+from mcp.client._transport import TransportStreams
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from pydantic import BaseModel
+
+from assern.actors.backend.forward import Forwarder, ForwardLost
+from assern.actors.backend.messages import ProgressSink
+from assern.actors.backend.session import SessionHooks
+from assern.actors.backend.transport import ProcessLink, stdio_process
+from assern.actors.config.spec import ServerSpec
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.jsonrpc.sdk import from_sdk
+
+R = TypeVar("R", bound=BaseModel)
+
+
+@contextlib.contextmanager
+def sdk_errors() -> Iterator[None]:
+    """The SDK's errors as ours, at the edge: RpcError, or ForwardLost for a closed connection."""
+    try:
+        yield
+    except MCPError as exc:
+        if exc.code == types.CONNECTION_CLOSED:
+            raise ForwardLost(exc.message) from exc
+        raise from_sdk(exc) from exc
+
+
+class SdkSession:
+    """A `BackendSession` over an entered SDK `Client`."""
+
+    def __init__(self, client: Client, hooks: SessionHooks) -> None:
+        self._client = client
+        self._session = client.session
+        self._hooks = hooks
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._client.protocol_version
+
+    @property
+    def server_capabilities(self) -> types.ServerCapabilities:
+        return self._client.server_capabilities
+
+    async def list_tools(self, cursor: str | None = None) -> types.ListToolsResult:
+        with sdk_errors():
+            return await self._session.list_tools(params=_page(cursor))
+
+    async def list_resources(self, cursor: str | None = None) -> types.ListResourcesResult:
+        with sdk_errors():
+            return await self._session.list_resources(params=_page(cursor))
+
+    async def list_resource_templates(self, cursor: str | None = None) -> types.ListResourceTemplatesResult:
+        with sdk_errors():
+            return await self._session.list_resource_templates(params=_page(cursor))
+
+    async def list_prompts(self, cursor: str | None = None) -> types.ListPromptsResult:
+        with sdk_errors():
+            return await self._session.list_prompts(params=_page(cursor))
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        *,
+        meta: dict[str, Any] | None = None,
+        progress: ProgressSink | None = None,
+    ) -> types.CallToolResult:
+        with sdk_errors():
+            return await self._session.call_tool(  # type: ignore[return-value]
+                name,
+                arguments,
+                progress_callback=progress,
+                meta=meta,  # type: ignore[arg-type]
+                allow_input_required=True,
+                allow_claimed=True,
+            )
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        with sdk_errors():
+            return await self._session.read_resource(uri)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+        with sdk_errors():
+            return await self._session.get_prompt(name, arguments)
+
+    async def complete(
+        self,
+        ref: types.PromptReference | types.ResourceTemplateReference,
+        argument: dict[str, str],
+        context_arguments: dict[str, str] | None,
+    ) -> types.CompleteResult:
+        with sdk_errors():
+            return await self._session.complete(ref, argument, context_arguments)
+
+    async def subscribe_resource(self, uri: str) -> None:
+        with sdk_errors():
+            await self._session.subscribe_resource(uri)
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        with sdk_errors():
+            await self._session.unsubscribe_resource(uri)
+
+    async def set_logging_level(self, level: types.LoggingLevel) -> None:
+        with sdk_errors():
+            await self._session.set_logging_level(level)
+
+    async def send_ping(self) -> None:
+        with sdk_errors():
+            await self._client.send_ping()
+
+    async def listen(self, *, tools: bool, prompts: bool, resources: bool) -> None:
+        with sdk_errors():
+            async with self._client.listen(
+                tools_list_changed=tools, prompts_list_changed=prompts, resources_list_changed=resources
+            ) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged | PromptsListChanged | ResourcesListChanged):
+                        self._hooks.list_changed()
+
+
+def _page(cursor: str | None) -> types.PaginatedRequestParams | None:
+    return types.PaginatedRequestParams(cursor=cursor) if cursor else None
+
+
+class _Callbacks:
+    """The SDK client's callbacks, handing everything on to the session's hooks."""
+
+    def __init__(self, hooks: SessionHooks) -> None:
+        self._hooks = hooks
+
+    async def message(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self._hooks.bad_message(str(message))
+            return
+        if isinstance(
+            message,
+            types.ToolListChangedNotification
+            | types.PromptListChangedNotification
+            | types.ResourceListChangedNotification,
+        ):
+            self._hooks.list_changed()
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            self._hooks.notify(message)
+
+    async def log(self, params: types.LoggingMessageNotificationParams) -> None:
+        self._hooks.notify(types.LoggingMessageNotification(params=params))
+
+    async def _ask(self, method: str, params: BaseModel | None, result: type[R]) -> R | types.ErrorData:
+        payload = None if params is None else params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            return result.model_validate(await self._hooks.ask(method, payload))
+        except RpcError as exc:
+            return exc.error
+
+    async def sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await self._ask("sampling/createMessage", params, types.CreateMessageResult)
+
+    async def elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        return await self._ask("elicitation/create", params, types.ElicitResult)
+
+    async def roots(self, context: ClientRequestContext) -> types.ListRootsResult | types.ErrorData:
+        return await self._ask("roots/list", None, types.ListRootsResult)
+
+
+def _transport(
+    spec: ServerSpec, link: ProcessLink, hooks: SessionHooks
+) -> AbstractAsyncContextManager[TransportStreams] | str:
+    if spec.transport == "stdio":
+        return stdio_streams(spec, link, hooks)
+    if spec.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        return sse_client(spec.url or "", headers=dict(spec.headers))
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    return streamable_http_client(spec.url or "", http_client=httpx2.AsyncClient(headers=dict(spec.headers)))
+
+
+@contextlib.asynccontextmanager
+async def open_sdk_session(
+    spec: ServerSpec, link: ProcessLink, hooks: SessionHooks, client_info: types.Implementation
+) -> AsyncIterator[SdkSession]:
+    """Connect the SDK's `Client` to the backend and yield it as a `BackendSession`."""
+    callbacks = _Callbacks(hooks)
+    with sdk_errors():
+        async with Client(
+            _transport(spec, link, hooks),  # type: ignore[arg-type]
+            mode="legacy" if spec.protocol == "legacy" else spec.protocol,  # type: ignore[arg-type]
+            cache=None,
+            client_info=client_info,
+            message_handler=callbacks.message,
+            logging_callback=callbacks.log,
+            sampling_callback=callbacks.sampling,
+            elicitation_callback=callbacks.elicitation,
+            list_roots_callback=callbacks.roots,
+        ) as client:
+            yield SdkSession(client, hooks)
+
+
+# ------------------------------------------------------------ stdio, for the SDK
+
+
+def parse_message(raw: object) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_python(raw, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+class _StreamInbound:
+    """Hands what the `Forwarder` did not take to the SDK's read stream (transport.Inbound)."""
+
+    def __init__(self, send: anyio.abc.ObjectSendStream[SessionMessage | Exception]) -> None:
+        self._send = send
+
+    async def receive(self, message: Any) -> None:
+        item = message if isinstance(message, Exception) else parse_message(message)
+        try:
+            await self._send.send(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def closed(self) -> None:
+        self._send.close()
+
+
+@contextlib.asynccontextmanager
+async def stdio_streams(
+    spec: ServerSpec, link: ProcessLink, hooks: SessionHooks
+) -> AsyncIterator[TransportStreams]:
+    """Spawn the backend and yield (read, write) anyio streams of `SessionMessage` over its pipes.
+
+    When the process's stdout ends the read stream ends, so the SDK's pending requests
+    fail at once.
+    """
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
+
+    async def pump_messages(forwarder: Forwarder) -> None:
+        async with write_recv:
+            async for message in write_recv:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await forwarder.write(data.encode() + b"\n")
+                except trio.BrokenResourceError:
+                    return
+
+    async with (
+        read_send,
+        stdio_process(spec, link, _StreamInbound(read_send), hooks.stderr, hooks.spawned) as forwarder,
+        trio.open_nursery() as pumps,
+    ):
+        pumps.start_soon(pump_messages, forwarder)
+        try:
+            yield read_recv, write_send
+        finally:
+            pumps.cancel_scope.cancel()
