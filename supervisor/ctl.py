@@ -379,9 +379,8 @@ def _literal_config(command_line: str) -> ResolvedConfig:
 async def _direct_call(
     config: ResolvedConfig, load: Callable[[], ResolvedConfig], server: str | None, tool: str, arguments: Any
 ) -> dict[str, Any]:
-    from mcp.shared.exceptions import MCPError
-
-    from assern.actors.listener.inproc import inproc_client
+    from assern.actors.jsonrpc.errors import RpcError
+    from assern.actors.listener.inproc import call_tool
 
     async def body(tree: Any) -> dict[str, Any]:
         name = tool
@@ -392,12 +391,10 @@ async def _direct_call(
                 own = ", ".join(sorted(r.original for r in routes)) or "none (is it running?)"
                 return {"error": f"server '{server}' has no tool '{tool}'; its tools: {own}"}
             name = match[0]
-        async with inproc_client(tree.shared, "assernctl") as client:
-            try:
-                result = await client.call_tool(name, arguments)
-            except MCPError as exc:
-                return {"error": exc.error.message}
-        return {"result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
+        try:
+            return {"result": await call_tool(tree.shared, name, arguments, "assernctl")}
+        except RpcError as exc:
+            return {"error": exc.message}
 
     return await _with_tree(config, load, body)
 

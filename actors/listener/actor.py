@@ -1,10 +1,12 @@
-"""The listener: accepts clients and runs one MCP server session per connection.
+"""The listener: accepts clients and runs one `ClientConnection` per connection.
 
 Clients come over stdio and, on a primary, over its MCP Unix socket; `assernctl` comes
-over the control socket. The stdio client is usually met at the front door first
-(front_door.py: `assern serve` opens it before the tree is even imported): the listener
-then takes the door over, with what the client sent meanwhile and the initialize the
-door already answered, instead of claiming stdio itself. The listener also fans backend
+over the control socket. Each MCP connection is a byte stream pair that its
+`ClientConnection` (session.py) reads and writes itself. The stdio client is usually
+met at the front door first (front_door.py: `assern serve` opens it before the tree is
+even imported): the listener then takes the door over, with what the client sent
+meanwhile and the initialize the door already answered, instead of claiming stdio
+itself. The listener also fans backend
 notifications (resource updates, log messages) out to the connected clients, and
 decides when a primary may stop: once its stdio client left and no socket client
 remains (never for a daemon). Stopping then happens under the instance lock, after one
@@ -28,7 +30,7 @@ import trio
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control import ControlPlane, serve_control
 from assern.actors.listener.front_door import FrontDoor, RequestId
-from assern.actors.listener.jsonl import error_line, jsonl_streams
+from assern.actors.listener.jsonl import error_line
 from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.listener.stdio import claim_stdio
@@ -163,12 +165,7 @@ class ListenerActor:
         connection = ClientConnection(client_id, self.shared)
         self.connections[client_id] = connection
         try:
-            async with jsonl_streams(receive, send, connection.intercept, answered=answered) as (
-                read,
-                write,
-                send_raw,
-            ):
-                await connection.serve(read, write, send_raw)
+            await connection.serve(receive, send, answered=answered)
         finally:
             del self.connections[client_id]
 

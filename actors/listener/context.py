@@ -1,17 +1,27 @@
-"""What every client connection shares: published snapshots and the error mapping."""
+"""What every client connection shares, and what a request handler gets besides its params.
+
+`SessionContext` holds the published snapshots every connection reads. `RequestContext`
+is what a request handler (handlers.py) knows about the request it serves: its id, and
+the client as a `Peer` (progress notifications, server-to-client requests). Both
+protocol eras give handlers the same context: the handshake-era session of protocol.py,
+and the SDK's server for 2026-07-28 clients (modern.py). `to_rpc_error` maps what a
+backend request fails with to the JSON-RPC error the client gets.
+"""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
 import trio
-from mcp.shared.exceptions import MCPError
+from pydantic import BaseModel
 
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable
+from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.front_door import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
@@ -20,6 +30,16 @@ from assern.supervisor.cell import Cell
 UNAVAILABLE = -32003  # server-defined JSON-RPC error: the owning backend cannot answer
 
 Directory = Callable[[], Mapping[str, BackendHandle]]
+
+RequestId = int | str
+
+#: The server-to-client requests a backend may have assern ask its client: the request
+#: model (its params are checked before they go out) and the result model.
+ASK: Mapping[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "sampling/createMessage": (types.CreateMessageRequest, types.CreateMessageResult),
+    "elicitation/create": (types.ElicitRequest, types.ElicitResult),
+    "roots/list": (types.ListRootsRequest, types.ListRootsResult),
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -41,6 +61,39 @@ class SessionContext:
     instructions: str | None = None
     #: recent call latencies per backend, recorded by every connection (for status)
     stats: CallStats = attrs.field(factory=CallStats, eq=False)
+
+
+class Peer(Protocol):
+    """The client of a connection, as a request handler reaches it."""
+
+    async def progress(
+        self, token: str | int, progress: float, total: float | None, message: str | None
+    ) -> None:
+        """Send a progress notification for the request that carried `token`."""
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Send the client a request and return its result.
+
+        Raises:
+            RpcError: the client answered with an error, or cannot be asked.
+        """
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class RequestContext:
+    """The request a handler serves: its JSON-RPC id and the client that sent it."""
+
+    request_id: RequestId | None
+    peer: Peer
+
+
+class Events(Protocol):
+    """Where a 2026-07-28 connection's change events go (its `subscriptions/listen` streams)."""
+
+    async def list_changed(self, kind: str) -> None:
+        """`kind` is "tools", "prompts" or "resources"."""
+
+    async def resource_updated(self, uri: str) -> None: ...
 
 
 def end_to_end_meta(meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -67,11 +120,30 @@ def _reserved(key: str) -> bool:
     return bool(slash) and any(label in ("modelcontextprotocol", "mcp") for label in prefix.split("."))
 
 
-def to_mcp_error(exc: BackendUnavailable | Exception) -> MCPError:
-    if isinstance(exc, MCPError):
+def sdk_error(exc: BaseException) -> RpcError | None:
+    """An `mcp` SDK error (from a path that still runs on the SDK) as ours, else None.
+
+    The SDK is never imported for this: while it is not loaded, nothing can have raised
+    one of its errors.
+    """
+    if "mcp.shared.exceptions" not in sys.modules:
+        return None
+    from mcp.shared.exceptions import MCPError
+
+    from assern.actors.jsonrpc.sdk import from_sdk
+
+    return from_sdk(exc) if isinstance(exc, MCPError) else None
+
+
+def to_rpc_error(exc: BackendUnavailable | Exception) -> RpcError:
+    """The JSON-RPC error a client gets for a backend request that failed with `exc`."""
+    if isinstance(exc, RpcError):
         return exc
     if isinstance(exc, BackendUnavailable):
-        return MCPError(code=UNAVAILABLE, message=str(exc), data={"server": exc.server})
+        return RpcError(UNAVAILABLE, str(exc), {"server": exc.server})
     if type(exc).__name__ == "BackendTimeout":
-        return MCPError(code=types.REQUEST_TIMEOUT, message=str(exc))
-    return MCPError(code=types.INTERNAL_ERROR, message=f"backend error: {exc}")
+        return RpcError(types.REQUEST_TIMEOUT, str(exc))
+    converted = sdk_error(exc)
+    if converted is not None:
+        return converted
+    return RpcError(types.INTERNAL_ERROR, f"backend error: {exc}")

@@ -2,10 +2,10 @@
 
 Each control connection is served by the listener actor, one command at a time, in
 the wire format of `control_protocol`. The commands read published snapshots (status,
-list), call tools through an in-process client connection (exactly what an MCP client
-would get), send `ServerCommand`s to the backends supervisor's mailbox, and ask the
-tree to reload or shut down. A bad line or a failing command gets an error reply; the
-connection and the instance go on.
+list), call tools through an in-process client connection (inproc.py: exactly what an
+MCP client would get, without loading the `mcp` SDK), send `ServerCommand`s to the
+backends supervisor's mailbox, and ask the tree to reload or shut down. A bad line or a
+failing command gets an error reply; the connection and the instance go on.
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from typing import Any
 import attrs
 import structlog
 import trio
-from mcp.shared.exceptions import MCPError
 
 from assern.actors.backend.backends import BackendsMsg, ServerCommand
 from assern.actors.config.spec import ResolvedConfig
+from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control_protocol import Command, ControlFailure
+from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.jsonl import read_lines
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
@@ -141,8 +142,6 @@ def _tool_name(plane: ControlPlane, command: Command, server: str, tool: str) ->
 
 
 async def _call(plane: ControlPlane, command: Command) -> dict[str, Any]:
-    from assern.actors.listener.inproc import inproc_client
-
     tool = proto.string_arg(command, "tool")
     assert tool is not None
     server = proto.string_arg(command, "server", required=False)
@@ -150,17 +149,12 @@ async def _call(plane: ControlPlane, command: Command) -> dict[str, Any]:
     if server is not None:
         await _settled(plane)
         tool = _tool_name(plane, command, server, tool)
-    failed: MCPError | None = None
-    async with inproc_client(plane.shared, "control") as client:
-        try:
-            result = await client.call_tool(tool, arguments)
-        except MCPError as exc:
-            failed = exc  # raised below: inside the client's task group it would come wrapped
-    if failed is not None:
-        error = failed.error
-        details = {"code": error.code, "data": error.data}
-        raise ControlFailure(proto.CALL_FAILED, error.message, details, command.id)
-    return {"tool": tool, "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
+    try:
+        result = await call_tool(plane.shared, tool, arguments, "control")
+    except RpcError as exc:
+        details = {"code": exc.code, "data": exc.data}
+        raise ControlFailure(proto.CALL_FAILED, exc.message, details, command.id) from None
+    return {"tool": tool, "result": result}
 
 
 async def _server_command(plane: ControlPlane, command: Command) -> dict[str, Any]:

@@ -1,14 +1,16 @@
-"""The front door: the stdio client's `initialize` answered while the SDK is still loading.
+"""The front door: the stdio client's `initialize` answered while the tree is still loading.
 
 `assern serve` has the stdio client's pipes before it has anything else: importing the
-tree (and with it the `mcp` SDK and pydantic) takes about half a second, and the
-backends start after that. So the primary (or isolated) process claims stdio first,
+tree (and with it pydantic and the protocol models) takes a noticeable part of a
+second, and the backends start after that. So the primary (or isolated) process claims stdio first,
 opens this door on it, and imports the tree meanwhile (supervisor/cli.py). The door
 reads the client's bytes and keeps every one of them, in order, for the listener. Only
 one message is ever answered here: the first line, when it is a handshake-era
 `initialize` request of the expected shape, and only when `[settings] initialize_wait`
-is 0 (otherwise the handshake may wait for backends, which only the SDK path knows
-about). The answer is the one the SDK path would give at that moment, byte for byte:
+is 0 (otherwise the handshake may wait for backends, which only the session knows
+about). The answer is the one the listener's session (session.py, protocol.py) would
+give at that moment, byte for byte, which is also the one the `mcp` SDK's server gives
+(tests/actors/listener/test_front_door.py compares all three):
 
 - `protocolVersion`: the requested version when it is a handshake-era one, else the
   latest handshake-era one (`HANDSHAKE_VERSIONS`, the SDK's own list; a test keeps
@@ -16,15 +18,18 @@ about). The answer is the one the SDK path would give at that moment, byte for b
 - `capabilities`: what `ClientConnection.capabilities()` answers while the catalog is
   still empty, i.e. from the capability cache alone (actors/router/capability_file.py);
 - `serverInfo` and `instructions`: `SERVER_NAME`, `SERVER_VERSION` and the session's
-  instructions, as the SDK's `Server` is built in session.py.
+  instructions.
+
+The session answers its own `initialize` with `initialize_response` and `negotiate`
+too, so the two cannot drift apart.
 
 Anything else (a line before the initialize, a malformed line, `notifications/
 initialized`, a 2026-07-28 client's requests) is only kept. When the stdio listener
 starts it takes the door over (`take`): it gets the kept bytes followed by the live
-stream, and the id of the initialize already answered. The SDK session still reads that
-initialize first (so it knows the client and the negotiated version), but its own
-response to it is dropped (actors/listener/jsonl.py), and everything after it is the
-SDK's to answer. The door answers nothing once taken over.
+stream, and the id of the initialize already answered. The session still reads that
+initialize first and records it (the client's name, the negotiated version) without
+answering it again; everything after it is the session's to answer. The door answers
+nothing once taken over.
 
 This module imports nothing heavy (no SDK, no pydantic): it runs before they are loaded.
 """
@@ -48,7 +53,7 @@ log = structlog.get_logger()
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
 
-#: What assern calls itself in `serverInfo` (session.py builds its SDK `Server` with these).
+#: What assern calls itself in `serverInfo` (the session answers `initialize` with these).
 SERVER_NAME = "assern"
 SERVER_VERSION = "0.1.0"
 
@@ -62,7 +67,7 @@ _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 # The shapes of what the door accepts in an initialize request: an object (a dict of
 # sub-shapes), a boolean, or "objects" (an object whose values are objects). Anything
-# it does not recognise exactly is left for the SDK to answer (or refuse).
+# it does not recognise exactly is left for the session to answer (or refuse).
 _Shape = Mapping[str, Any] | type | str
 _CLIENT_CAPABILITIES: dict[str, _Shape] = {
     "experimental": "objects",
@@ -79,7 +84,7 @@ _CLIENT_CAPABILITIES: dict[str, _Shape] = {
 
 
 def negotiate(requested: str) -> str:
-    """The protocol version the SDK answers an `initialize` for `requested` with."""
+    """The protocol version an `initialize` for `requested` is answered with (as the SDK does)."""
     return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
 
 
@@ -118,8 +123,8 @@ def _fits(value: Any, shape: _Shape) -> bool:
 def initialize_request_id(message: Any) -> RequestId | None:
     """The id of `message` if it is an `initialize` request the door may answer, else None.
 
-    Only a well-formed request of the handshake's shape qualifies (the SDK would accept
-    it); anything unusual is left to the SDK, which answers it or refuses it itself.
+    Only a well-formed request of the handshake's shape qualifies (the session would
+    accept it); anything unusual is left to the session, which answers it or refuses it.
     """
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
@@ -154,7 +159,10 @@ def initialize_response(
     server_version: str = SERVER_VERSION,
     instructions: str | None = None,
 ) -> bytes:
-    """The JSON-RPC response line to an `initialize`, encoded as the SDK encodes it."""
+    """The JSON-RPC response line to an `initialize`, encoded as the SDK encodes it.
+
+    Both the door and the session (protocol.py) answer with it.
+    """
     result: dict[str, Any] = {
         "capabilities": capabilities,
         "protocolVersion": negotiate(requested),
@@ -198,7 +206,7 @@ class Wire:
         receive: The client's bytes: those the door kept, then the live stream.
         send: The client's side to write to.
         answered: The id of the `initialize` the door answered (first take-over only):
-            the SDK's own response to it must not be written.
+            the session records it without answering it again.
     """
 
     receive: trio.abc.ReceiveStream
@@ -214,7 +222,7 @@ class FrontDoor:
         send: The client's side to write (stdout).
         answer: Answer an early `initialize` at all (False when `initialize_wait` > 0).
         capabilities: The capabilities to announce (called once, when answering).
-        instructions: The session's instructions, as the SDK path gives them.
+        instructions: The session's instructions, as the session gives them.
         release: Lets go of the wire for good (closes it; see `close`).
     """
 
@@ -312,7 +320,7 @@ class FrontDoor:
             capabilities = self._capabilities()
         except Exception:
             log.exception("front_door_capabilities_failed")
-            return None  # the SDK path answers it
+            return None  # the session answers it
         reply = initialize_response(
             request_id,
             params["protocolVersion"],

@@ -2,6 +2,9 @@
 calls, reads and prompts straight to the owning backend's mailbox.
 
 `HandlersMixin` is that part of `ClientConnection`; it uses the connection's own state.
+Each handler takes the request's context (context.py: its id, the client as a `Peer`)
+and its params as their mcp_types model, returns the result model, and fails with an
+`RpcError`: the same handlers serve both protocol eras (protocol.py, modern.py).
 """
 
 from __future__ import annotations
@@ -12,13 +15,12 @@ from typing import Any
 import mcp_types as types
 import structlog
 import trio
-from mcp.server.context import ServerRequestContext
-from mcp.shared.exceptions import MCPError
 
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import BackendUnavailable, Origin
-from assern.actors.listener.context import SessionContext, end_to_end_meta, to_mcp_error
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.listener.context import Peer, RequestContext, SessionContext, end_to_end_meta, to_rpc_error
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
 
@@ -34,7 +36,7 @@ def _as_dict(meta: Any) -> dict[str, Any] | None:
 class HandlersMixin:
     shared: SessionContext
     _subscriptions: set[str]
-    _origin: Callable[[Any, Any], Origin]
+    _origin: Callable[[Peer], Origin]
     _handle: Callable[[str], BackendHandle]
     _down_owner: Callable[[str], BackendUnavailable | None]
     _record_call: Callable[[str, float], None]
@@ -43,13 +45,13 @@ class HandlersMixin:
     # ------------------------------------------------------------------ tools
 
     async def _list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         catalog = await self._settled_catalog()
         return types.ListToolsResult(tools=catalog.tool_list)
 
     async def _call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+        self, ctx: RequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         catalog = self.shared.catalog.value
         route = catalog.tools.get(params.name)
@@ -58,20 +60,20 @@ class HandlersMixin:
         if route is None:
             if params.name in catalog.hidden:
                 server = catalog.hidden[params.name]
-                raise MCPError(
-                    code=types.INVALID_PARAMS,
-                    message=f"Tool '{params.name}' is not allowed: server '{server}' "
+                raise RpcError(
+                    types.INVALID_PARAMS,
+                    f"Tool '{params.name}' is not allowed: server '{server}' "
                     "exposes only the tools in its `allowed` list.",
-                    data={"tool": params.name, "server": server},
+                    {"tool": params.name, "server": server},
                 )
             down = self._down_owner(params.name)
             if down is not None:
-                raise to_mcp_error(down)
+                raise to_rpc_error(down)
             suggestions = suggest_tools(catalog, params.name)
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=unknown_tool_message(params.name, suggestions),
-                data={
+            raise RpcError(
+                types.INVALID_PARAMS,
+                unknown_tool_message(params.name, suggestions),
+                {
                     "tool": params.name,
                     "suggestions": list(suggestions.close),
                     "servers": [server for server, _ in suggestions.same_base],
@@ -80,15 +82,13 @@ class HandlersMixin:
         token = (params.meta or {}).get("progress_token")
         progress = None
         if token is not None:
-            session, request_id = ctx.session, ctx.request_id
+            peer = ctx.peer
 
             async def progress(p: float, total: float | None, message: str | None) -> None:
-                await session.send_progress_notification(
-                    token, p, total, message, related_request_id=request_id
-                )
+                await peer.progress(token, p, total, message)
 
         handle = self._handle(route.server)
-        origin = self._origin(ctx.session, ctx.request_id)
+        origin = self._origin(ctx.peer)
         started = trio.current_time()
         try:
             result: types.CallToolResult = await request(
@@ -105,20 +105,20 @@ class HandlersMixin:
             )
         except (BackendUnavailable, Exception) as exc:
             self._record_call(handle.name, started)
-            raise to_mcp_error(exc) from None
+            raise to_rpc_error(exc) from None
         self._record_call(handle.name, started)
         return result
 
     # -------------------------------------------------------------- resources
 
     async def _list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
         catalog = await self._settled_catalog()
         return types.ListResourcesResult(resources=[r.resource for r in catalog.resources.values()])
 
     async def _list_templates(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
         catalog = await self._settled_catalog()
         return types.ListResourceTemplatesResult(resource_templates=[t.template for t in catalog.templates])
@@ -130,15 +130,15 @@ class HandlersMixin:
             return route.server, route.original
         found = naming.split_resource_uri(uri, set(self.shared.directory()))
         if found is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown resource '{uri}': assern resources look like assern://SERVER/ORIGINAL-URI",
-                data={"uri": uri},
+            raise RpcError(
+                types.INVALID_PARAMS,
+                f"Unknown resource '{uri}': assern resources look like assern://SERVER/ORIGINAL-URI",
+                {"uri": uri},
             )
         return found
 
     async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+        self, ctx: RequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         server, original = self._resource_owner(str(params.uri))
         try:
@@ -146,20 +146,20 @@ class HandlersMixin:
                 self._handle(server), lambda reply: msgs.ReadResource(uri=original, reply=reply)
             )
         except Exception as exc:
-            raise to_mcp_error(exc) from None
+            raise to_rpc_error(exc) from None
         contents = [
             c.model_copy(update={"uri": naming.resource_uri(server, str(c.uri))}) for c in result.contents
         ]
         return result.model_copy(update={"contents": contents})
 
     async def _subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
+        self, ctx: RequestContext, params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
         await self._set_subscription(str(params.uri), True)
         return types.EmptyResult()
 
     async def _unsubscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
+        self, ctx: RequestContext, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
         await self._set_subscription(str(params.uri), False)
         return types.EmptyResult()
@@ -172,7 +172,7 @@ class HandlersMixin:
                 lambda reply: msgs.Subscribe(uri=original, subscribe=on, reply=reply),
             )
         except Exception as exc:
-            raise to_mcp_error(exc) from None
+            raise to_rpc_error(exc) from None
         if on:
             self._subscriptions.add(uri)
         else:
@@ -181,22 +181,21 @@ class HandlersMixin:
     # ---------------------------------------------------------------- prompts
 
     async def _list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+        self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
         catalog = await self._settled_catalog()
         return types.ListPromptsResult(prompts=[p.prompt for p in catalog.prompts.values()])
 
     async def _get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: types.GetPromptRequestParams
+        self, ctx: RequestContext, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
         catalog = await self._settled_catalog()
         route = catalog.prompts.get(params.name)
         if route is None:
-            raise MCPError(
-                code=types.INVALID_PARAMS,
-                message=f"Unknown prompt '{params.name}'. Known prompts: "
-                + (", ".join(catalog.prompts) or "none"),
-                data={"prompt": params.name},
+            raise RpcError(
+                types.INVALID_PARAMS,
+                f"Unknown prompt '{params.name}'. Known prompts: " + (", ".join(catalog.prompts) or "none"),
+                {"prompt": params.name},
             )
         try:
             return await request(
@@ -204,16 +203,16 @@ class HandlersMixin:
                 lambda reply: msgs.GetPrompt(name=route.original, arguments=params.arguments, reply=reply),
             )
         except Exception as exc:
-            raise to_mcp_error(exc) from None
+            raise to_rpc_error(exc) from None
 
     async def _complete(
-        self, ctx: ServerRequestContext[Any, Any], params: types.CompleteRequestParams
+        self, ctx: RequestContext, params: types.CompleteRequestParams
     ) -> types.CompleteResult:
         ref = params.ref
         if isinstance(ref, types.PromptReference):
             route = self.shared.catalog.value.prompts.get(ref.name)
             if route is None:
-                raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown prompt '{ref.name}'")
+                raise RpcError(types.INVALID_PARAMS, f"Unknown prompt '{ref.name}'")
             server, backend_ref = route.server, ref.model_copy(update={"name": route.original})
         else:
             server, original = self._resource_owner(ref.uri)
@@ -230,13 +229,11 @@ class HandlersMixin:
                 ),
             )
         except Exception as exc:
-            raise to_mcp_error(exc) from None
+            raise to_rpc_error(exc) from None
 
     # ---------------------------------------------------------------- logging
 
-    async def _set_level(
-        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
-    ) -> types.EmptyResult:
+    async def _set_level(self, ctx: RequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         for handle in self.shared.directory().values():
             caps = handle.actor.listing.capabilities if handle.actor.listing else None
             if caps is None or caps.logging is None:

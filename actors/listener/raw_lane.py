@@ -1,12 +1,13 @@
 """The raw lane: tools/call forwarded as JSON without re-validating models.
 
 `RawLaneMixin` is the part of `ClientConnection` that takes a tools/call (and its
-cancellation) and tools/list off the wire before the SDK sees them. It uses the
-connection's own state. A call to a ready backend is spliced (actors/backend/splice.py):
-`RawReply` gets the backend's answer in the backend's stdout reader and writes it to the
-client with the client's id. A call to a backend that is not ready goes through its
-mailbox in a task of its own, which waits for it. tools/list is answered from the
-catalog's encoded tools.
+cancellation) and tools/list off the wire before the session (protocol.py) validates
+them. It uses the connection's own state and line writer. A call to a ready backend is
+spliced (actors/backend/splice.py): `RawReply` gets the backend's answer in the
+backend's stdout reader and writes it to the client with the client's id. A call to a
+backend that is not ready goes through its mailbox in a task of its own, which waits
+for it. tools/list is answered from the catalog's encoded tools. Anything the lane
+declines (errors included) is the session's to answer.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
@@ -25,31 +26,34 @@ from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import Origin
 from assern.actors.backend.splice import Describe, SplicedCall
-from assern.actors.listener.context import SessionContext, end_to_end_meta, to_mcp_error
+from assern.actors.listener.context import Peer, SessionContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.jsonl import SendRaw
+
+if TYPE_CHECKING:
+    from assern.actors.listener.protocol import ServerSession
 
 log = structlog.get_logger()
 
 
 class RawLaneMixin:
     shared: SessionContext
-    _session: Any
     _nursery: trio.Nursery | None
     _send_raw: SendRaw | None
     #: raw-lane calls in flight by the client's request id: spliced, or in a task
     _forwarded: dict[str | int, SplicedCall | trio.CancelScope]
-    _origin_cache: tuple[Any, Origin] | None
-    _origin: Callable[[Any, Any], Origin]
+    _raw_origin_value: Origin | None
+    _origin: Callable[[Peer], Origin]
+    _initialized: Callable[[], ServerSession | None]
     _record_call: Callable[[str, float], None]
     _catalog_complete: Callable[[], bool]
 
     # --------------------------------------------------------------- raw lane
 
     def intercept(self, raw: Any) -> bool:
-        """Take a tools/call (or its cancellation) off the wire before the SDK sees it.
+        """Take a tools/call (or its cancellation) off the wire before the session sees it.
 
         Only on an initialized handshake-era connection, for a known tool whose backend
-        offers the raw lane; anything else (errors included) goes the SDK way. The
+        offers the raw lane; anything else (errors included) goes to the session. The
         result is forwarded as the backend wrote it, without re-validating models.
         """
         if not isinstance(raw, dict):
@@ -63,7 +67,7 @@ class RawLaneMixin:
                 return False
             entry.cancel()
             return True
-        if self._session is None or self._nursery is None:
+        if self._initialized() is None or self._nursery is None:
             return False
         if method == "tools/list":
             return self._list_tools_raw(raw)
@@ -111,10 +115,12 @@ class RawLaneMixin:
         return True
 
     def _raw_origin(self) -> Origin:
-        """This connection as the origin of its raw-lane calls (made once per session)."""
-        if self._origin_cache is None or self._origin_cache[0] is not self._session:
-            self._origin_cache = (self._session, self._origin(self._session, None))
-        return self._origin_cache[1]
+        """This connection as the origin of its raw-lane calls (made once per connection)."""
+        if self._raw_origin_value is None:
+            protocol = self._initialized()
+            assert protocol is not None  # the lane is open on initialized sessions only
+            self._raw_origin_value = self._origin(protocol)
+        return self._raw_origin_value
 
     def _cancel_forwarded(self) -> None:
         """The client left: cancel its raw-lane calls still in flight at the backends."""
@@ -146,7 +152,7 @@ class RawLaneMixin:
         ):
             return False
         if not (self.shared.settled.is_set() and self._catalog_complete()):
-            return False  # the SDK path waits for the starting backends
+            return False  # the session's tools/list waits for the starting backends
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
@@ -214,8 +220,8 @@ class RawLaneMixin:
 
 
 def error_reply(request_id: str | int, error: Exception) -> bytes:
-    """The JSON-RPC error line that answers `request_id` with `error` (see to_mcp_error)."""
-    payload = to_mcp_error(error).error.model_dump(mode="json", exclude_none=True)
+    """The JSON-RPC error line that answers `request_id` with `error` (see to_rpc_error)."""
+    payload = to_rpc_error(error).to_dict()
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": payload}).encode() + b"\n"
 
 

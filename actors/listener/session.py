@@ -1,105 +1,226 @@
 """One client connection: an MCP server session that routes through the catalog snapshot.
 
-Every connected client gets its own `ClientConnection` (and its own SDK `Server` whose
-handlers are bound to it), so server-to-client requests of a backend go back to the
-client whose call caused them. Lists are served from the router's immutable catalog;
-calls go straight to the owning backend's mailbox: the router is not on the call path.
-The request handlers live in handlers.py, the raw tools/call lane in raw_lane.py.
+Every connected client gets its own `ClientConnection`, so server-to-client requests of
+a backend go back to the client whose call caused them. Lists are served from the
+router's immutable catalog; calls go straight to the owning backend's mailbox: the
+router is not on the call path. The request handlers live in handlers.py, the raw
+tools/call lane in raw_lane.py.
+
+A connection reads newline-delimited JSON-RPC (jsonl.py) and writes through one line
+writer, so the raw lane's lines and the session's stay in order. Its first request
+decides its protocol era, as the SDK's server decides it:
+
+- a 2026-07-28 request (one carrying the `_meta` envelope; never an `initialize`) opens
+  a stateless connection: the SDK's own server serves it (modern.py, imported only
+  then), with that request and anything before it replayed;
+- anything else is handshake-era, served by our own session (protocol.py) without the
+  SDK: `initialize` answered from `capabilities()`, the handlers below, list_changed
+  notifications as the catalog changes, backend log messages and resource updates,
+  and server-to-client requests of the backends (`_origin`).
 
 The stdio client of `assern serve` may have had its `initialize` answered already by
 the front door (front_door.py), from the same facts `capabilities()` uses while the
-catalog is empty: the SDK session still handles that request (it records the client
-and the negotiated version), and jsonl.py drops its response.
+catalog is empty: the session only records that request (the client's name and the
+negotiated version) and answers everything after it.
 """
 
 from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
 import structlog
 import trio
-from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
-from mcp.shared.subscriptions import (
-    PromptsListChanged,
-    ResourcesListChanged,
-    ResourceUpdated,
-    ToolsListChanged,
-)
 
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable, Origin
 from assern.actors.backend.status import BackendState
-from assern.actors.listener.context import UNAVAILABLE, Directory, SessionContext, to_mcp_error
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.listener.context import (
+    ASK,
+    UNAVAILABLE,
+    Directory,
+    Events,
+    Peer,
+    SessionContext,
+    to_rpc_error,
+)
 from assern.actors.listener.front_door import SERVER_VERSION
 from assern.actors.listener.handlers import HandlersMixin
-from assern.actors.listener.jsonl import SendRaw
+from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
+from assern.actors.listener.protocol import Greeting, Method, ServerSession, opens_modern
 from assern.actors.listener.raw_lane import RawLaneMixin
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog
+from assern.supervisor.writer import DirectWriter
 
-__all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_mcp_error"]
+__all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]
 
 log = structlog.get_logger()
 
+#: Messages before a connection's first request kept for its session (as the SDK keeps them).
+LEAD_LIMIT = 8
+#: How long the tasks of a connection whose client left may take to finish.
+CLOSE_GRACE = 2.0
+
+#: What a lost client's pipe or socket raises.
+_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+#: A message as decoded from its line, and as validated.
+Incoming = tuple[Any, types.JSONRPCMessage]
+
 
 class ClientConnection(HandlersMixin, RawLaneMixin):
-    """The per-client state: its id, the session captured for notifications, subscriptions."""
+    """The per-client state: its id, its session, its subscriptions and calls in flight."""
 
     def __init__(self, client_id: str, shared: SessionContext) -> None:
         self.client_id = client_id
         self.shared = shared
-        self.bus = InMemorySubscriptionBus()
-        self._session: Any = None  # the handshake-era ServerSession, once initialized
+        #: the handshake-era session, while serving one
+        self._protocol: ServerSession | None = None
+        #: a 2026-07-28 connection's change events (its listen streams), while serving one
+        self._events: Events | None = None
         self._subscriptions: set[str] = set()
         self._send_raw: SendRaw | None = None
-        self._init_options: Any = None
         self._nursery: trio.Nursery | None = None
         #: raw-lane calls in flight, by the client's request id (for its cancellations)
         self._forwarded: dict[str | int, Any] = {}
-        self._origin_cache: tuple[Any, Origin] | None = None
+        self._raw_origin_value: Origin | None = None
         self._seen_version = shared.catalog.version
         #: when the client connected (epoch seconds) and the name it gave at initialize
         self.connected_at = time.time()
         self.client_name: str | None = None
-        self.server = self._build_server()
 
-    # ------------------------------------------------------------------ server
+    # ------------------------------------------------------------------ serving
 
-    def _build_server(self) -> Server[Any]:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # logging/setLevel is deprecated in 2026-07-28
-            server: Server[Any] = Server(
-                self.shared.server_name,
-                version=SERVER_VERSION,
-                instructions=self.shared.instructions,
-                on_list_tools=self._list_tools,
-                on_call_tool=self._call_tool,
-                on_list_resources=self._list_resources,
-                on_list_resource_templates=self._list_templates,
-                on_read_resource=self._read_resource,
-                on_subscribe_resource=self._subscribe,
-                on_unsubscribe_resource=self._unsubscribe,
-                on_subscriptions_listen=ListenHandler(self.bus),
-                on_list_prompts=self._list_prompts,
-                on_get_prompt=self._get_prompt,
-                on_completion=self._complete,
-                on_set_logging_level=self._set_level,
+    def methods(self) -> dict[str, Method]:
+        """The request methods this aggregate serves (besides `initialize` and `ping`)."""
+        return {
+            "tools/list": Method(types.PaginatedRequestParams, self._list_tools),
+            "tools/call": Method(types.CallToolRequestParams, self._call_tool),
+            "resources/list": Method(types.PaginatedRequestParams, self._list_resources),
+            "resources/templates/list": Method(types.PaginatedRequestParams, self._list_templates),
+            "resources/read": Method(types.ReadResourceRequestParams, self._read_resource),
+            "resources/subscribe": Method(types.SubscribeRequestParams, self._subscribe),
+            "resources/unsubscribe": Method(types.UnsubscribeRequestParams, self._unsubscribe),
+            "prompts/list": Method(types.PaginatedRequestParams, self._list_prompts),
+            "prompts/get": Method(types.GetPromptRequestParams, self._get_prompt),
+            "completion/complete": Method(types.CompleteRequestParams, self._complete),
+            "logging/setLevel": Method(types.SetLevelRequestParams, self._set_level),
+        }
+
+    async def serve(
+        self,
+        receive: trio.abc.ReceiveStream,
+        send: trio.abc.SendStream,
+        *,
+        answered: types.RequestId | None = None,
+    ) -> None:
+        """Serve this client over a byte stream pair until it disconnects.
+
+        `answered`: the id of the `initialize` the front door answered already.
+        """
+        with structlog.contextvars.bound_contextvars(client=self.client_id):
+            log.info("client_connected")
+            out = DirectWriter(send)
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(out.pump)
+                    nursery.start_soon(self._follow_catalog)
+                    async with trio.open_nursery() as requests:
+                        self._send_raw, self._nursery = out, requests
+                        await self._serve_lines(LineReader(receive), out, answered)
+                        # What still runs for the client gets its last chance to finish.
+                        requests.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
+                    nursery.cancel_scope.cancel()
+            finally:
+                self._cancel_forwarded()
+                self._send_raw = self._nursery = self._protocol = self._events = None
+                log.info("client_disconnected")
+
+    async def _serve_lines(self, reader: LineReader, out: SendRaw, answered: types.RequestId | None) -> None:
+        try:
+            lead, opening = await self._opening(reader, out)
+            if opening is not None and opens_modern(opening[1]):
+                from assern.actors.listener.modern import ModernServer
+
+                modern = ModernServer(self)
+                self._events = modern.events
+                await modern.serve([message for _, message in [*lead, opening]], reader, out)
+                return
+            assert self._nursery is not None
+            session = self._protocol = ServerSession(
+                out,
+                self.methods(),
+                greet=self._greet,
+                on_initialize=self._record_client,
+                nursery=self._nursery,
+                answered=answered,
             )
-        server.middleware = [self._capture_session]
-        return server
+            try:
+                for raw, message in [*lead, *([opening] if opening is not None else [])]:
+                    await session.receive(raw, message)
+                while (incoming := await self._next(reader, out, intercept=True)) is not None:
+                    await session.receive(*incoming)
+            finally:
+                # The client left: what still runs for it is cancelled (and answered, if
+                # the session's own), here at the backends too.
+                session.close()
+                self._cancel_forwarded()
+        except _GONE:
+            pass  # the client is gone
+        except LineTooLong as exc:  # this client is not served further
+            log.warning("client_message_refused", error=str(exc))
 
-    def initialization_options(self) -> Any:
-        return self.server.create_initialization_options(
-            NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+    async def _opening(self, reader: LineReader, out: SendRaw) -> tuple[list[Incoming], Incoming | None]:
+        """Read up to the first request: the messages before it (a few kept), and it."""
+        lead: list[Incoming] = []
+        while (incoming := await self._next(reader, out, intercept=False)) is not None:
+            if isinstance(incoming[1], types.JSONRPCRequest):
+                return lead, incoming
+            if len(lead) < LEAD_LIMIT:
+                lead.append(incoming)
+            else:
+                log.debug("message_before_first_request_dropped")
+        return lead, None
+
+    async def _next(self, reader: LineReader, out: SendRaw, *, intercept: bool) -> Incoming | None:
+        """The next message for the session; None at the end. Bad lines are answered here."""
+        while (line := await reader.receive()) is not None:
+            if not line.strip():
+                continue
+            raw = decode_line(line)
+            if isinstance(raw, bytes):
+                await out.write(raw)
+                continue
+            if intercept and self.intercept(raw):
+                continue
+            message = parse_message(raw)
+            if isinstance(message, bytes):
+                await out.write(message)
+                continue
+            return raw, message
+        return None
+
+    def _record_client(self, params: Mapping[str, Any]) -> None:
+        info = params.get("clientInfo")
+        if isinstance(info, Mapping) and isinstance(info.get("name"), str):
+            self.client_name = info["name"]
+
+    async def _greet(self) -> Greeting:
+        # Decided at the handshake from the backends known then (see `capabilities`);
+        # `initialize_wait` lets it wait for backends nobody knows anything about yet.
+        if self.shared.initialize_wait > 0 and self._unknown_backends():
+            with trio.move_on_after(self.shared.initialize_wait):
+                await self._wait_settled(math.inf)
+        return Greeting(
+            capabilities=self.capabilities().model_dump(by_alias=True, mode="json", exclude_none=True),
+            server_name=self.shared.server_name,
+            server_version=SERVER_VERSION,
+            instructions=self.shared.instructions,
         )
 
     def capabilities(self) -> types.ServerCapabilities:
@@ -136,43 +257,10 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             if name not in known and handle.state is not BackendState.FAILED
         ]
 
-    async def _capture_session(
-        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
-    ) -> HandlerResult:
-        if ctx.method == "initialize":
-            info = (ctx.params or {}).get("clientInfo")
-            if isinstance(info, Mapping) and isinstance(info.get("name"), str):
-                self.client_name = info["name"]
-        if ctx.method == "initialize" and self._init_options is not None:
-            # Decided at the handshake from the backends known then (see `capabilities`);
-            # `initialize_wait` lets it wait for backends nobody knows anything about yet.
-            if self.shared.initialize_wait > 0 and self._unknown_backends():
-                with trio.move_on_after(self.shared.initialize_wait):
-                    await self._wait_settled(math.inf)
-            self._init_options.capabilities = self.capabilities()
-        elif ctx.method == "notifications/initialized":
-            self._session = ctx.session
-        return await call_next(ctx)
-
-    async def serve(self, read: Any, write: Any, send_raw: SendRaw | None = None) -> None:
-        """Serve this client until it disconnects; list_changed follows the catalog.
-
-        With `send_raw` (a byte-stream client), tools/call requests on a handshake-era
-        connection take the raw lane: see `intercept`.
-        """
-        with structlog.contextvars.bound_contextvars(client=self.client_id):
-            log.info("client_connected")
-            try:
-                async with trio.open_nursery() as nursery:
-                    self._send_raw, self._nursery = send_raw, nursery
-                    nursery.start_soon(self._follow_catalog)
-                    self._init_options = self.initialization_options()
-                    await self.server.run(read, write, self._init_options)
-                    nursery.cancel_scope.cancel()
-            finally:
-                self._cancel_forwarded()
-                self._send_raw = self._nursery = None
-                log.info("client_disconnected")
+    def _initialized(self) -> ServerSession | None:
+        """The handshake-era session, once the client said it is initialized."""
+        protocol = self._protocol
+        return protocol if protocol is not None and protocol.initialized else None
 
     # ----------------------------------------------------------- notifications
 
@@ -193,20 +281,12 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                 await self._send_list_changed(kind)
 
     async def _send_list_changed(self, kind: str) -> None:
-        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged}.get(kind, ResourcesListChanged)()
-        await self.bus.publish(event)
-        session = self._session
-        if session is None:
+        if self._events is not None:
+            await self._events.list_changed(kind)
+        protocol = self._initialized()
+        if protocol is None:
             return
-        try:
-            if kind == "tools":
-                await session.send_tool_list_changed()
-            elif kind == "prompts":
-                await session.send_prompt_list_changed()
-            else:
-                await session.send_resource_list_changed()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
+        await protocol.notify(f"notifications/{kind}/list_changed")
         log.debug("list_changed_sent", kind=kind)
 
     async def backend_notification(self, server: str, note: types.ServerNotification) -> None:
@@ -215,13 +295,21 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             uri = naming.resource_uri(server, str(note.params.uri))
             if uri not in self._subscriptions:
                 return
-            await self.bus.publish(ResourceUpdated(uri=uri))
-            if self._session is not None:
-                await self._session.send_resource_updated(uri)
-        elif isinstance(note, types.LoggingMessageNotification) and self._session is not None:
+            if self._events is not None:
+                await self._events.resource_updated(uri)
+            protocol = self._initialized()
+            if protocol is not None:
+                await protocol.notify("notifications/resources/updated", {"uri": uri})
+        elif isinstance(note, types.LoggingMessageNotification):
+            protocol = self._initialized()
+            if protocol is None:
+                return
             params = note.params
             logger = f"{server}.{params.logger}" if params.logger else server
-            await self._session.send_log_message(params.level, params.data, logger=logger)
+            message = types.LoggingMessageNotificationParams(
+                level=params.level, data=params.data, logger=logger
+            ).model_dump(by_alias=True, mode="json", exclude_none=True)
+            await protocol.notify("notifications/message", message)
 
     # ---------------------------------------------------------------- helpers
 
@@ -272,34 +360,31 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
     def _handle(self, server: str) -> BackendHandle:
         handle = self.shared.directory().get(server)
         if handle is None:
-            raise MCPError(code=UNAVAILABLE, message=f"server '{server}' is not configured")
+            raise RpcError(UNAVAILABLE, f"server '{server}' is not configured")
         return handle
 
-    def _origin(self, session: Any, request_id: Any) -> Origin:
-        related = ServerMessageMetadata(related_request_id=request_id) if request_id is not None else None
-        result_types: dict[str, type[Any]] = {
-            "sampling/createMessage": types.CreateMessageResult,
-            "elicitation/create": types.ElicitResult,
-            "roots/list": types.ListRootsResult,
-        }
-        request_types: dict[str, Any] = {
-            "sampling/createMessage": (
-                types.CreateMessageRequest,
-                types.CreateMessageRequestParams,
-            ),
-            "elicitation/create": (types.ElicitRequest, types.ElicitRequestParams),
-            "roots/list": (types.ListRootsRequest, None),
-        }
+    def _origin(self, peer: Peer) -> Origin:
+        """This client as the origin of a backend call: what the backend asks goes to `peer`.
+
+        The request and the client's result are checked against their models on the way
+        (what fails that fails the backend's request, as any other refusal).
+        """
 
         async def ask(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-            req_cls, params_cls = request_types[method]
-            req = req_cls(params=params_cls.model_validate(params)) if params_cls else req_cls()
             try:
-                result = await session.send_request(req, result_types[method], metadata=related)
-            except MCPError:
+                request_model, result_model = ASK[method]
+                body: dict[str, Any] = {"method": method}
+                if params is not None:
+                    body["params"] = params
+                request = request_model.model_validate(body, by_name=False)
+                payload = request.model_dump(by_alias=True, mode="json", exclude_none=True).get("params")
+                result = await peer.ask(method, payload)
+                return result_model.model_validate(result, by_name=False).model_dump(
+                    by_alias=True, mode="json", exclude_none=True
+                )
+            except RpcError:
                 raise
             except Exception as exc:  # e.g. no back-channel on a 2026-07-28 connection
-                raise MCPError(code=types.INVALID_REQUEST, message=str(exc)) from exc
-            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+                raise RpcError(types.INVALID_REQUEST, str(exc)) from exc
 
         return Origin(client=self.client_id, ask=ask)

@@ -1,7 +1,10 @@
-"""The front door: the early `initialize` answer, compared with what the SDK path answers.
+"""The front door: the early `initialize` answer, compared with the session's and the SDK's.
 
-The SDK path is the listener's own: a `ClientConnection` (an SDK lowlevel `Server`)
-behind `jsonl_streams`, on in-memory byte streams.
+The session's answer is the listener's own: a `ClientConnection` on in-memory byte
+streams. The SDK's is the SDK's lowlevel `Server` built with the same connection's
+handlers (modern.py, which serves 2026-07-28 clients with it), asked by a handshake-era
+client over the same kind of streams, with the capabilities `capabilities()` gives.
+All three must be the same bytes.
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ from assern.actors.listener.front_door import (
     initialize_request_id,
     negotiate,
 )
-from assern.actors.listener.jsonl import jsonl_streams
+from assern.actors.listener.jsonl import LineReader
+from assern.actors.listener.modern import ModernServer
+from assern.actors.listener.sdk_streams import message_streams
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import remembered_raw
 from assern.actors.router.catalog import Catalog, ToolRoute
 from assern.supervisor.cell import Cell
+from assern.supervisor.writer import DirectWriter
 
 LIMIT = 30  # a guard against a hung test, never an assertion about speed
 
@@ -96,18 +102,40 @@ class Recorder(trio.abc.SendStream):
         await trio.lowlevel.checkpoint()
 
 
-async def sdk_answers(shared: SessionContext, sent: list[bytes], count: int) -> list[bytes]:
-    """The first `count` lines the SDK path (no door) writes for these client lines."""
+async def session_answers(shared: SessionContext, sent: list[bytes], count: int) -> list[bytes]:
+    """The first `count` lines the listener's session (no door) writes for these client lines."""
     client_send, server_receive = trio.testing.memory_stream_one_way_pair()
     server_send, client_receive = trio.testing.memory_stream_one_way_pair()
     connection = ClientConnection("stdio-1", shared)
     answers = []
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.serve, server_receive, server_send)
+            for data in sent:
+                await client_send.send_all(data)
+            lines = Lines(client_receive)
+            answers = [await lines.next() for _ in range(count)]
+            nursery.cancel_scope.cancel()
+    return answers
+
+
+async def sdk_answers(shared: SessionContext, sent: list[bytes], count: int) -> list[bytes]:
+    """The first `count` lines the SDK's server writes for these client lines."""
+    client_send, server_receive = trio.testing.memory_stream_one_way_pair()
+    server_send, client_receive = trio.testing.memory_stream_one_way_pair()
+    connection = ClientConnection("stdio-1", shared)
+    modern = ModernServer(connection)
+    options = modern.initialization_options()
+    options.capabilities = connection.capabilities()
+    answers = []
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
 
             async def serve() -> None:
-                async with jsonl_streams(server_receive, server_send, connection.intercept) as streams:
-                    await connection.serve(*streams)
+                out = DirectWriter(server_send)
+                nursery.start_soon(out.pump)
+                async with message_streams(LineReader(server_receive), out) as (read, write):
+                    await modern.server.run(read, write, options)
 
             nursery.start_soon(serve)
             for data in sent:
@@ -284,9 +312,10 @@ ANSWERABLE = [
 
 
 @pytest.mark.parametrize("message", ANSWERABLE)
-async def test_the_door_answers_exactly_as_the_sdk_path(message: dict[str, Any]) -> None:
+async def test_the_door_answers_exactly_as_the_session_and_the_sdk(message: dict[str, Any]) -> None:
     assert initialize_request_id(message) == message["id"]
     answer = await door_answer(line(message))
+    assert answer == (await session_answers(shared_context(), [line(message)], 1))[0]
     assert answer == (await sdk_answers(shared_context(), [line(message)], 1))[0]
 
 
@@ -300,11 +329,12 @@ async def test_the_answer_carries_the_remembered_capabilities_and_instructions(t
         "b": types.ServerCapabilities(logging=types.LoggingCapability(), tools=types.ToolsCapability()),
     }
     CapabilityCache(path).remember(specs, offered)
-    # The SDK path, as the tree builds it: a fresh cache, looked up per configured server.
+    # The session, as the tree builds it: a fresh cache, looked up per configured server.
     cache = CapabilityCache(path)
     remembered = {name: caps for name, s in specs.items() if (caps := cache.get(s)) is not None}
     shared = shared_context(remembered, instructions="Ask assern — it knows.")
-    expected = (await sdk_answers(shared, [line(initialize())], 1))[0]
+    expected = (await session_answers(shared, [line(initialize())], 1))[0]
+    assert expected == (await sdk_answers(shared, [line(initialize())], 1))[0]
 
     answer = await door_answer(
         line(initialize()),
@@ -395,7 +425,7 @@ async def test_take_over_hands_on_the_kept_bytes_then_the_live_stream() -> None:
 # ------------------------------------------------------- the listener takes over
 
 
-async def test_the_listener_takes_over_and_the_sdk_answers_everything_else() -> None:
+async def test_the_listener_takes_over_and_the_session_answers_everything_else() -> None:
     client_send, door_receive = trio.testing.memory_stream_one_way_pair()
     door_send, client_receive = trio.testing.memory_stream_one_way_pair()
     released: list[str] = []
@@ -432,7 +462,7 @@ async def test_the_listener_takes_over_and_the_sdk_answers_everything_else() -> 
             assert parse_error["error"]["code"] == types.PARSE_ERROR
             listed = json.loads(await lines.next())
             assert listed == {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}
-            # Live, after the take-over: the SDK answers.
+            # Live, after the take-over: the session answers.
             await client_send.send_all(line({"jsonrpc": "2.0", "id": 3, "method": "ping"}))
             assert json.loads(await lines.next()) == {"jsonrpc": "2.0", "id": 3, "result": {}}
             [connection] = listener.connections.values()
@@ -442,7 +472,7 @@ async def test_the_listener_takes_over_and_the_sdk_answers_everything_else() -> 
             nursery.cancel_scope.cancel()
     assert events == ["stdio closed", "idle"]
     assert released == ["released"]
-    assert lines.buffer == b""  # the SDK's own initialize response was never written
+    assert lines.buffer == b""  # the initialize was not answered a second time
 
 
 async def test_a_2026_07_28_client_is_answered_by_the_sdk_after_the_take_over() -> None:

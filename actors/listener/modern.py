@@ -1,0 +1,159 @@
+"""2026-07-28 clients: the `mcp` SDK's own server, for a connection that opened in that era.
+
+A connection whose first request carries the 2026-07-28 `_meta` envelope (session.py
+decides, as the SDK does) is stateless: every request says who the client is and
+which version it speaks, change notifications travel on `subscriptions/listen`
+streams, and the server may not send requests of its own. The SDK's lowlevel `Server`
+serves that era here, built with the connection's own handlers (handlers.py): each
+gets the request's context with the SDK's session as its `Peer`, and its `RpcError`s
+become the SDK's errors at this edge. The request that opened the connection, and
+what came before it, are replayed to it first.
+
+This module loads the SDK (about a third of the aggregator's memory): session.py
+imports it only when such a client connects.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession as SdkSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.jsonrpc.sdk import from_sdk, to_sdk
+from assern.actors.listener.context import ASK, RequestContext, RequestId, SessionContext
+from assern.actors.listener.front_door import SERVER_VERSION
+from assern.actors.listener.jsonl import LineReader, SendRaw
+from assern.actors.listener.protocol import Handler, Method
+from assern.actors.listener.sdk_streams import message_streams
+
+if TYPE_CHECKING:
+    from assern.actors.listener.session import ClientConnection
+
+#: The SDK `Server` argument each served method's handler goes in.
+_SERVER_ARGUMENTS = {
+    "tools/list": "on_list_tools",
+    "tools/call": "on_call_tool",
+    "resources/list": "on_list_resources",
+    "resources/templates/list": "on_list_resource_templates",
+    "resources/read": "on_read_resource",
+    "resources/subscribe": "on_subscribe_resource",
+    "resources/unsubscribe": "on_unsubscribe_resource",
+    "prompts/list": "on_list_prompts",
+    "prompts/get": "on_get_prompt",
+    "completion/complete": "on_completion",
+    "logging/setLevel": "on_set_logging_level",
+}
+
+SdkHandler = Callable[[ServerRequestContext[Any, Any], Any], Awaitable[Any]]
+
+
+@attrs.frozen
+class SdkPeer:
+    """The client of one request, through the SDK's session (see `context.Peer`)."""
+
+    session: SdkSession
+    request_id: RequestId | None
+
+    async def progress(
+        self, token: str | int, progress: float, total: float | None, message: str | None
+    ) -> None:
+        related: Any = self.request_id
+        await self.session.send_progress_notification(
+            token, progress, total, message, related_request_id=related
+        )
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        request_model, result_model = ASK[method]
+        body: dict[str, Any] = {"method": method}
+        if params is not None:
+            body["params"] = params
+        request: Any = request_model.model_validate(body, by_name=False)
+        related = None
+        if self.request_id is not None:
+            related = ServerMessageMetadata(related_request_id=self.request_id)
+        try:
+            result = await self.session.send_request(request, result_model, metadata=related)
+        except MCPError as exc:  # refused by the client, or no back-channel (the 2026 rule)
+            raise from_sdk(exc) from None
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def sdk_handler(handler: Handler) -> SdkHandler:
+    """One of our handlers as the SDK calls it."""
+
+    async def handle(ctx: ServerRequestContext[Any, Any], params: Any) -> Any:
+        context = RequestContext(request_id=ctx.request_id, peer=SdkPeer(ctx.session, ctx.request_id))
+        try:
+            return await handler(context, params)
+        except RpcError as exc:
+            raise to_sdk(exc) from None
+
+    return handle
+
+
+@attrs.frozen
+class BusEvents:
+    """A connection's changes, published to its `subscriptions/listen` streams."""
+
+    bus: InMemorySubscriptionBus
+
+    async def list_changed(self, kind: str) -> None:
+        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged}.get(kind, ResourcesListChanged)()
+        await self.bus.publish(event)
+
+    async def resource_updated(self, uri: str) -> None:
+        await self.bus.publish(ResourceUpdated(uri=uri))
+
+
+def build_server(
+    methods: Mapping[str, Method], shared: SessionContext, bus: InMemorySubscriptionBus
+) -> Server[Any]:
+    """The SDK server for one connection, with that connection's handlers."""
+    handlers = {_SERVER_ARGUMENTS[name]: sdk_handler(method.handler) for name, method in methods.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # logging/setLevel is deprecated in 2026-07-28
+        server: Server[Any] = Server(
+            shared.server_name,
+            version=SERVER_VERSION,
+            instructions=shared.instructions,
+            on_subscriptions_listen=ListenHandler(bus),
+            **handlers,
+        )
+    server.middleware = []  # nothing around the handlers (no tracing spans either)
+    return server
+
+
+class ModernServer:
+    """The SDK server of one 2026-07-28 connection, and where its change events go."""
+
+    def __init__(self, connection: ClientConnection) -> None:
+        bus = InMemorySubscriptionBus()
+        self.events = BusEvents(bus)
+        self.server = build_server(connection.methods(), connection.shared, bus)
+
+    def initialization_options(self) -> InitializationOptions:
+        return self.server.create_initialization_options(
+            NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+        )
+
+    async def serve(self, lead: Sequence[types.JSONRPCMessage], reader: LineReader, out: SendRaw) -> None:
+        """Serve the connection until the client leaves: `lead` first, then what `reader` reads."""
+        async with message_streams(reader, out, lead) as (read, write):
+            await self.server.run(read, write, self.initialization_options())

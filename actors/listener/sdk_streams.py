@@ -1,0 +1,82 @@
+"""The `mcp` SDK's message streams over JSON lines: what its `Server` and `Client` run on.
+
+The SDK reads and writes `SessionMessage`s on anyio memory streams; assern's
+connections are lines (jsonl.py). `message_streams` pumps between the two: lines in
+(after messages already read, `lead`), messages out as lines through the connection's
+writer. A line that is not JSON-RPC is answered here, as everywhere else.
+
+It imports the SDK, so only the paths that still run on it import this module: a
+2026-07-28 client's connection (modern.py) and the in-process SDK client (inproc.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+
+import anyio
+import mcp_types as types
+import structlog
+import trio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+
+from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
+
+log = structlog.get_logger()
+
+ReadStream = MemoryObjectReceiveStream[SessionMessage | Exception]
+WriteStream = MemoryObjectSendStream[SessionMessage]
+
+#: What a lost peer's pipe or socket raises.
+_GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+@contextlib.asynccontextmanager
+async def message_streams(
+    reader: LineReader, out: SendRaw, lead: Sequence[types.JSONRPCMessage] = ()
+) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
+    """Yield (read, write) SDK streams over a connection's lines.
+
+    `read` gives `lead` first, then what `reader` reads, and ends when the peer closes
+    its side; what goes into `write` is written through `out` (whose pump must run).
+    Leaving the block stops the pumps.
+    """
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](32)
+
+    async def pump_in() -> None:
+        async with read_send:
+            try:
+                for message in lead:
+                    await read_send.send(SessionMessage(message))
+                while (line := await reader.receive()) is not None:
+                    if not line.strip():
+                        continue
+                    raw = decode_line(line)
+                    parsed = raw if isinstance(raw, bytes) else parse_message(raw)
+                    if isinstance(parsed, bytes):
+                        await out.write(parsed)
+                    else:
+                        await read_send.send(SessionMessage(parsed))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, *_GONE):
+                return
+            except LineTooLong as exc:
+                log.warning("client_message_refused", error=str(exc))
+
+    async def pump_out() -> None:
+        async with write_recv:
+            async for message in write_recv:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                try:
+                    await out.write(data.encode() + b"\n")
+                except trio.BrokenResourceError:
+                    return
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(pump_in)
+        nursery.start_soon(pump_out)
+        try:
+            yield read_recv, write_send
+        finally:
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,640 @@
+"""A client connection driven over in-memory byte streams with raw JSON lines.
+
+The backend behind it is a stand-in that serves its mailbox as a backend actor would
+(with `fast_path` off, calls take the session's own tools/call, not the raw lane).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any
+
+import attrs
+import mcp_types as types
+import outcome
+import pytest
+import trio
+import trio.testing
+
+from assern.actors.backend import messages as msgs
+from assern.actors.backend.handle import BackendHandle
+from assern.actors.backend.status import BackendState, BackendStatus
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.listener.inproc import call_tool, inproc_client
+from assern.actors.listener.session import ClientConnection, SessionContext
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
+from assern.supervisor.cell import Cell
+
+LIMIT = 30  # a guard against a hung test, never an assertion about speed
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "new", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def tool(name: str) -> types.Tool:
+    return types.Tool(name=name, input_schema={"type": "object"})
+
+
+def catalog(*tools: str) -> Catalog:
+    caps = types.ServerCapabilities(
+        resources=types.ResourcesCapability(subscribe=True), logging=types.LoggingCapability()
+    )
+    listing = BackendListing(server="a", tools=tuple(tool(t) for t in tools), capabilities=caps)
+    return build_catalog([listing], version=len(tools))
+
+
+@attrs.define
+class Backend:
+    """Serves a backend's mailbox: `echo`, `block` (until cancelled), `sample`, `progress`."""
+
+    mailbox: trio.MemoryReceiveChannel[msgs.BackendRequest]
+    started: trio.Event = attrs.field(factory=trio.Event)
+    cancelled: trio.Event = attrs.field(factory=trio.Event)
+    subscribed: list[tuple[str, bool]] = attrs.field(factory=list)
+    levels: list[str] = attrs.field(factory=list)
+
+    async def run(self) -> None:
+        async with trio.open_nursery() as nursery:
+            async for msg in self.mailbox:
+                nursery.start_soon(self.serve, msg)
+
+    async def serve(self, msg: msgs.BackendRequest) -> None:
+        with msg.reply:
+            try:
+                answer: outcome.Outcome[Any] = outcome.Value(await self.answer(msg))
+            except Exception as exc:
+                answer = outcome.Error(exc)
+            with contextlib.suppress(trio.BrokenResourceError):  # the caller gave up
+                msg.reply.send_nowait(answer)
+
+    async def answer(self, msg: msgs.BackendRequest) -> Any:
+        if isinstance(msg, msgs.Subscribe):
+            self.subscribed.append((msg.uri, msg.subscribe))
+            return None
+        if isinstance(msg, msgs.SetLevel):
+            self.levels.append(msg.level)
+            return None
+        assert isinstance(msg, msgs.CallTool)
+        arguments = msg.arguments or {}
+        if msg.name == "block":
+            self.started.set()
+            with msg.scope:
+                await trio.sleep_forever()
+            self.cancelled.set()
+            return text("never")
+        if msg.name == "sample":
+            assert msg.origin is not None
+            assert msg.origin.ask is not None
+            request = {
+                "messages": [{"role": "user", "content": {"type": "text", "text": arguments["prompt"]}}],
+                "maxTokens": 10,
+            }
+            try:
+                result = await msg.origin.ask("sampling/createMessage", request)
+            except RpcError as exc:
+                return text(f"refused: {exc.code} {exc.message}")
+            return text(result["content"]["text"])
+        if msg.name == "progress":
+            assert msg.progress is not None
+            await msg.progress(1, 2, "half")
+            return text("done")
+        if msg.name == "fail":
+            raise RpcError(-32000, "it broke", {"why": "test"})
+        return text(arguments.get("text", ""))
+
+
+def text(value: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=value)])
+
+
+@attrs.define
+class Setup:
+    shared: SessionContext
+    backend: Backend
+
+
+def setup(*tools: str, settled: bool = True) -> Setup:
+    send, receive = trio.open_memory_channel[msgs.BackendRequest](16)
+    actor = SimpleNamespace(
+        status=BackendStatus(server="a", transport="stdio", state=BackendState.READY),
+        state=BackendState.READY,
+        spec=SimpleNamespace(startup_timeout=5.0, timeout=30.0),
+        fast_path=False,
+        listing=SimpleNamespace(capabilities=types.ServerCapabilities(logging=types.LoggingCapability())),
+    )
+    handle = BackendHandle(name="a", mailbox=send, actor=actor)  # type: ignore[arg-type]
+    event = trio.Event()
+    if settled:
+        event.set()
+    shared = SessionContext(
+        catalog=Cell(catalog(*tools)), directory=lambda: {"a": handle}, settled=event, list_wait=3600
+    )
+    return Setup(shared=shared, backend=Backend(receive))
+
+
+class Wire:
+    """The client's side: raw JSON lines out, decoded messages in."""
+
+    def __init__(self, send: trio.abc.SendStream, receive: trio.abc.ReceiveStream) -> None:
+        self.send_stream = send
+        self.receive_stream = receive
+        self.buffer = b""
+
+    async def send(self, message: Any) -> None:
+        await self.send_stream.send_all(json.dumps(message).encode() + b"\n")
+
+    async def send_line(self, line: bytes) -> None:
+        await self.send_stream.send_all(line + b"\n")
+
+    async def next(self) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            chunk = await self.receive_stream.receive_some(65536)
+            assert chunk, "the connection ended"
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    async def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    async def ask(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        await self.request(request_id, method, params)
+        return await self.next()
+
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self.send(message)
+
+    async def handshake(self, version: str = "2025-11-25") -> dict[str, Any]:
+        answer = await self.ask(0, "initialize", initialize_params(version))
+        await self.notify("notifications/initialized")
+        return answer
+
+
+def initialize_params(version: str = "2025-11-25", name: str = "tester") -> dict[str, Any]:
+    return {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}
+
+
+@attrs.define
+class Served:
+    wire: Wire
+    connection: ClientConnection
+    backend: Backend
+    shared: SessionContext
+    client: trio.SocketStream
+
+
+@contextlib.asynccontextmanager
+async def serve(*tools: str, settled: bool = True, answered: Any = None) -> AsyncIterator[Served]:
+    """A connection served over a socket pair (as a socket client's), and the client's end.
+
+    A socket rather than trio's memory streams: what the connection writes as the client
+    leaves must still reach it, as it does over a pipe or a socket.
+    """
+    parts = setup(*(tools or ("echo", "block", "sample", "progress", "fail")), settled=settled)
+    ours, theirs = trio.socket.socketpair()
+    client = trio.SocketStream(ours)
+    connection = ClientConnection("test-1", parts.shared)
+
+    async def run(stream: trio.SocketStream) -> None:
+        async with stream:
+            await connection.serve(stream, stream, answered=answered)
+
+    with trio.fail_after(LIMIT):
+        async with client, trio.open_nursery() as nursery:
+            nursery.start_soon(parts.backend.run)
+            nursery.start_soon(run, trio.SocketStream(theirs))
+            yield Served(Wire(client, client), connection, parts.backend, parts.shared, client)
+            nursery.cancel_scope.cancel()
+
+
+def error_of(answer: dict[str, Any]) -> tuple[int, str, Any]:
+    error = answer["error"]
+    return error["code"], error["message"], error.get("data")
+
+
+# ------------------------------------------------------------------- handshake
+
+
+async def test_initialize_is_answered_and_the_client_recorded() -> None:
+    async with serve() as s:
+        answer = await s.wire.ask(1, "initialize", initialize_params("2025-06-18", name="claude"))
+        assert answer["id"] == 1
+        result = answer["result"]
+        assert result["protocolVersion"] == "2025-06-18"
+        assert result["serverInfo"] == {"name": "assern", "version": "0.1.0"}
+        # A ready backend offers subscriptions and logging: so does the aggregate.
+        assert result["capabilities"] == {
+            "logging": {},
+            "prompts": {"listChanged": True},
+            "resources": {"listChanged": True, "subscribe": True},
+            "tools": {"listChanged": True},
+        }
+        assert s.connection.client_name == "claude"
+
+
+@pytest.mark.parametrize(
+    ("requested", "negotiated"), [("2024-11-05", "2024-11-05"), ("2031-01-01", "2025-11-25")]
+)
+async def test_the_version_is_negotiated(requested: str, negotiated: str) -> None:
+    async with serve() as s:
+        answer = await s.wire.ask("init", "initialize", initialize_params(requested))
+        assert answer["result"]["protocolVersion"] == negotiated
+
+
+async def test_an_initialize_the_door_answered_is_only_recorded() -> None:
+    async with serve(answered=7) as s:
+        await s.wire.request(7, "initialize", initialize_params(name="early"))
+        await s.wire.notify("notifications/initialized")
+        assert await s.wire.ask(8, "ping") == {"jsonrpc": "2.0", "id": 8, "result": {}}
+        assert s.connection.client_name == "early"
+        # Served as initialized: the calls work.
+        answer = await s.wire.ask(9, "tools/call", {"name": "a_echo", "arguments": {"text": "hi"}})
+        assert answer["result"]["content"][0]["text"] == "hi"
+
+
+async def test_an_invalid_initialize_is_refused() -> None:
+    async with serve() as s:
+        answer = await s.wire.ask(1, "initialize", {"protocolVersion": "2025-11-25"})
+        code, message, _ = error_of(answer)
+        assert code == types.INVALID_PARAMS
+        assert "capabilities" in message or "clientInfo" in message
+
+
+# ------------------------------------------------------------- refusals, as the SDK
+
+
+async def test_ping_is_served_before_initialize_and_nothing_else() -> None:
+    async with serve() as s:
+        assert await s.wire.ask(1, "ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
+        refused = await s.wire.ask(2, "tools/list")
+        assert refused == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {"code": types.INVALID_PARAMS, "message": "Invalid request parameters", "data": ""},
+        }
+
+
+@pytest.mark.parametrize("initialized", [False, True])
+@pytest.mark.parametrize(
+    "method", ["no/such/method", "server/discover", "subscriptions/listen", "tasks/list"]
+)
+async def test_a_method_not_served_is_not_found_whatever_the_state(method: str, initialized: bool) -> None:
+    async with serve() as s:
+        if initialized:
+            await s.wire.handshake()
+        answer = await s.wire.ask(3, method)
+        assert error_of(answer) == (types.METHOD_NOT_FOUND, "Method not found", method)
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "mentioned"),
+    [
+        ("tools/call", {"name": 5}, "name"),
+        ("tools/call", {"arguments": {}}, "name"),
+        ("resources/read", {}, "uri"),
+        ("prompts/get", {"name": "p", "arguments": {"x": 1}}, "arguments"),
+        ("logging/setLevel", {"level": "loud"}, "level"),
+    ],
+)
+async def test_invalid_params_say_what_is_wrong(method: str, params: dict[str, Any], mentioned: str) -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        code, message, _ = error_of(await s.wire.ask(4, method, params))
+        assert code == types.INVALID_PARAMS
+        assert message.startswith("Invalid request parameters: ")
+        assert mentioned in message
+
+
+async def test_a_2026_envelope_on_a_handshake_connection_is_refused() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        code, message, _ = error_of(await s.wire.ask(5, "tools/list", {"_meta": ENVELOPE}))
+        assert code == types.INVALID_REQUEST
+        assert "handshake protocol era" in message
+
+
+async def test_bad_lines_are_answered_and_the_session_goes_on() -> None:
+    async with serve() as s:
+        await s.wire.send_line(b"not json")
+        assert error_of(await s.wire.next())[0] == types.PARSE_ERROR
+        await s.wire.send({"jsonrpc": "2.0", "id": 1, "params": {}})
+        answer = await s.wire.next()
+        assert answer["id"] == 1
+        assert error_of(answer)[0] == types.INVALID_REQUEST
+        await s.wire.send_line(b"")
+        assert await s.wire.ask(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_a_client_that_says_it_is_initialized_is_served_without_initialize() -> None:
+    async with serve() as s:
+        await s.wire.notify("notifications/initialized")
+        answer = await s.wire.ask(1, "resources/list")
+        assert answer == {"jsonrpc": "2.0", "id": 1, "result": {"resources": []}}
+
+
+# ------------------------------------------------------------------ requests
+
+
+async def test_results_are_dumped_for_the_handshake_era() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        # No resultType, ttlMs or cacheScope (2026-07-28 fields), no None fields.
+        assert (await s.wire.ask(1, "prompts/list"))["result"] == {"prompts": []}
+        assert (await s.wire.ask(2, "resources/templates/list"))["result"] == {"resourceTemplates": []}
+        called = await s.wire.ask(3, "tools/call", {"name": "a_echo", "arguments": {"text": "é"}})
+        assert called["result"] == {"content": [{"type": "text", "text": "é"}], "isError": False}
+
+
+async def test_a_backend_error_is_the_clients_error() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        answer = await s.wire.ask(1, "tools/call", {"name": "a_fail", "arguments": {}})
+        assert error_of(answer) == (-32000, "it broke", {"why": "test"})
+        unknown = await s.wire.ask(2, "tools/call", {"name": "a_ech", "arguments": {}})
+        code, _, data = error_of(unknown)
+        assert code == types.INVALID_PARAMS
+        assert "a_echo" in data["suggestions"]
+
+
+async def test_a_slow_request_blocks_no_other() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        await s.wire.request(1, "tools/call", {"name": "a_block", "arguments": {}})
+        await s.backend.started.wait()
+        answer = await s.wire.ask(2, "tools/call", {"name": "a_echo", "arguments": {"text": "free"}})
+        assert answer["id"] == 2
+        assert answer["result"]["content"][0]["text"] == "free"
+
+
+@pytest.mark.parametrize("cancelled_id", [11, "11"])
+async def test_a_cancelled_request_is_cancelled_at_the_backend_and_never_answered(cancelled_id: Any) -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        await s.wire.request(11, "tools/call", {"name": "a_block", "arguments": {}})
+        await s.backend.started.wait()
+        await s.wire.notify("notifications/cancelled", {"requestId": cancelled_id, "reason": "enough"})
+        await s.backend.cancelled.wait()
+        await trio.testing.wait_all_tasks_blocked()
+        # The next thing the client hears of is its next request.
+        assert await s.wire.ask(12, "ping") == {"jsonrpc": "2.0", "id": 12, "result": {}}
+
+
+async def test_a_list_waiting_for_starting_backends_can_be_cancelled() -> None:
+    async with serve(settled=False) as s:
+        await s.wire.handshake()
+        await s.wire.request(1, "resources/list")
+        await trio.testing.wait_all_tasks_blocked()
+        await s.wire.notify("notifications/cancelled", {"requestId": 1})
+        await trio.testing.wait_all_tasks_blocked()
+        s.shared.settled.set()  # an uncancelled list would be answered now
+        assert await s.wire.ask(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+async def test_progress_reaches_the_caller() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        params = {"name": "a_progress", "arguments": {}, "_meta": {"progressToken": "tok"}}
+        await s.wire.request(1, "tools/call", params)
+        progress = await s.wire.next()
+        assert progress == {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {"progressToken": "tok", "progress": 1, "total": 2, "message": "half"},
+        }
+        assert (await s.wire.next())["result"]["content"][0]["text"] == "done"
+
+
+async def test_a_backends_request_goes_to_the_calling_client_and_back() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        await s.wire.request(1, "tools/call", {"name": "a_sample", "arguments": {"prompt": "haiku"}})
+        asked = await s.wire.next()
+        assert asked["method"] == "sampling/createMessage"
+        assert asked["params"]["messages"][0]["content"]["text"] == "haiku"
+        sampled = {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "m"}
+        await s.wire.send({"jsonrpc": "2.0", "id": asked["id"], "result": sampled})
+        assert (await s.wire.next())["result"]["content"][0]["text"] == "sampled!"
+
+        # A refusal reaches the backend as the client's error.
+        await s.wire.request(2, "tools/call", {"name": "a_sample", "arguments": {"prompt": "no"}})
+        asked = await s.wire.next()
+        refusal = {"code": types.INVALID_REQUEST, "message": "Sampling not supported"}
+        await s.wire.send({"jsonrpc": "2.0", "id": asked["id"], "error": refusal})
+        answer = await s.wire.next()
+        assert (
+            answer["result"]["content"][0]["text"]
+            == f"refused: {types.INVALID_REQUEST} Sampling not supported"
+        )
+
+
+async def test_leaving_answers_what_still_runs_and_cancels_it() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        await s.wire.request(1, "tools/call", {"name": "a_block", "arguments": {}})
+        await s.backend.started.wait()
+        await s.client.send_eof()  # the client leaves
+        answer = await s.wire.next()
+        assert answer == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "error": {"code": types.CONNECTION_CLOSED, "message": "Connection closed"},
+        }
+        await s.backend.cancelled.wait()
+
+
+async def test_a_backends_request_fails_when_the_client_leaves() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        await s.wire.request(1, "tools/call", {"name": "a_sample", "arguments": {"prompt": "bye"}})
+        assert (await s.wire.next())["method"] == "sampling/createMessage"
+        await s.client.send_eof()
+        answer = await s.wire.next()
+        # The call itself was cancelled (and answered as such) as the connection closed.
+        assert answer["id"] == 1
+        assert error_of(answer)[0] == types.CONNECTION_CLOSED
+
+
+# ------------------------------------------------------------- notifications
+
+
+async def test_list_changed_follows_the_catalog_once_initialized() -> None:
+    async with serve("echo") as s:
+        await s.wire.ask(1, "initialize", initialize_params())
+        s.shared.catalog.set(catalog("echo", "early"))
+        await trio.testing.wait_all_tasks_blocked()
+        await s.wire.notify("notifications/initialized")
+        await trio.testing.wait_all_tasks_blocked()
+        s.shared.catalog.set(catalog("echo", "early", "late"))
+        assert await s.wire.next() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        listed = await s.wire.ask(2, "tools/list")
+        assert [t["name"] for t in listed["result"]["tools"]] == ["a_echo", "a_early", "a_late"]
+
+
+async def test_resource_updates_for_subscribed_uris_and_log_messages_reach_the_client() -> None:
+    async with serve() as s:
+        await s.wire.handshake()
+        uri = "assern://a/test://info"
+        assert await s.wire.ask(1, "resources/subscribe", {"uri": uri}) == {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "result": {},
+        }
+        assert s.backend.subscribed == [("test://info", True)]
+        updated = types.ResourceUpdatedNotification(
+            params=types.ResourceUpdatedNotificationParams(uri="test://info")
+        )
+        other = types.ResourceUpdatedNotification(
+            params=types.ResourceUpdatedNotificationParams(uri="test://else")
+        )
+        await s.connection.backend_notification("a", other)  # not subscribed: not sent
+        await s.connection.backend_notification("a", updated)
+        assert await s.wire.next() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": uri},
+        }
+        log_params = types.LoggingMessageNotificationParams(level="warning", data={"x": 1}, logger="db")
+        await s.connection.backend_notification("a", types.LoggingMessageNotification(params=log_params))
+        assert await s.wire.next() == {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "warning", "logger": "a.db", "data": {"x": 1}},
+        }
+
+
+# -------------------------------------------------------------------- eras
+
+
+async def test_a_2026_07_28_first_request_opens_the_connection_to_the_sdks_server() -> None:
+    async with serve() as s:
+        # What comes before the first request is kept for the era's session.
+        await s.wire.notify("notifications/initialized")
+        answer = await s.wire.ask("m1", "tools/list", {"_meta": ENVELOPE})
+        assert answer["id"] == "m1"
+        result = answer["result"]
+        assert [t["name"] for t in result["tools"]][:2] == ["a_echo", "a_block"]
+        assert result["resultType"] == "complete"
+        called = await s.wire.ask(
+            "m2", "tools/call", {"name": "a_echo", "arguments": {"text": "new"}, "_meta": ENVELOPE}
+        )
+        assert called["result"]["content"][0]["text"] == "new"
+        refused = await s.wire.ask("m3", "initialize", initialize_params())
+        assert error_of(refused)[0] == types.UNSUPPORTED_PROTOCOL_VERSION
+        # The SDK's errors are ours, converted at its edge.
+        failed = await s.wire.ask("m4", "tools/call", {"name": "a_fail", "arguments": {}, "_meta": ENVELOPE})
+        assert error_of(failed) == (-32000, "it broke", {"why": "test"})
+
+
+async def test_an_initialize_with_an_envelope_still_opens_a_handshake_connection() -> None:
+    async with serve() as s:
+        answer = await s.wire.ask(1, "initialize", {**initialize_params(), "_meta": ENVELOPE})
+        assert answer["result"]["protocolVersion"] == "2025-11-25"
+
+
+# -------------------------------------------------------------------- in-process
+
+
+async def test_call_tool_in_process_needs_no_sdk_client() -> None:
+    parts = setup("echo", "fail", "sample")
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(parts.backend.run)
+            result = await call_tool(parts.shared, "a_echo", {"text": "inproc"})
+            assert result == {
+                "content": [{"type": "text", "text": "inproc"}],
+                "isError": False,
+                "resultType": "complete",
+            }
+            with pytest.raises(RpcError) as failed:
+                await call_tool(parts.shared, "a_fail", {})
+            assert (failed.value.code, failed.value.data) == (-32000, {"why": "test"})
+            # It has no sampling to offer: the backend is told so, as the SDK client tells it.
+            refused = await call_tool(parts.shared, "a_sample", {"prompt": "x"})
+            assert refused["content"][0]["text"] == f"refused: {types.INVALID_REQUEST} Sampling not supported"
+            nursery.cancel_scope.cancel()
+
+
+async def test_the_official_client_in_process() -> None:
+    parts = setup("echo")
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(parts.backend.run)
+            async with inproc_client(parts.shared, "sdk") as client:
+                assert client.protocol_version == "2025-11-25"
+                assert [t.name for t in (await client.list_tools()).tools] == ["a_echo"]
+                result = await client.call_tool("a_echo", {"text": "official"})
+                assert result.content[0].text == "official"  # type: ignore[union-attr]
+            nursery.cancel_scope.cancel()
+
+
+# ------------------------------------------------------------------ time
+
+
+def starting_backend(initialize_wait: float) -> SessionContext:
+    """A backend still starting, whose capabilities nobody knows yet, and an empty catalog."""
+    send, _ = trio.open_memory_channel[msgs.BackendRequest](1)
+    actor = SimpleNamespace(
+        status=BackendStatus(server="a", transport="stdio", state=BackendState.STARTING),
+        state=BackendState.STARTING,
+        listing=None,
+    )
+    handle = BackendHandle(name="a", mailbox=send, actor=actor)  # type: ignore[arg-type]
+    return SessionContext(
+        catalog=Cell(Catalog()),
+        directory=lambda: {"a": handle},
+        settled=trio.Event(),
+        initialize_wait=initialize_wait,
+    )
+
+
+async def handshake_over_memory(
+    shared: SessionContext, ready_after: float | None
+) -> tuple[float, dict[str, Any]]:
+    """How long `initialize` took (virtual time), and its result."""
+    client_send, server_receive = trio.testing.memory_stream_one_way_pair()
+    server_send, client_receive = trio.testing.memory_stream_one_way_pair()
+    connection = ClientConnection("stdio-1", shared)
+    wire = Wire(client_send, client_receive)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(connection.serve, server_receive, server_send)
+        started = trio.current_time()
+        await wire.request(1, "initialize", initialize_params())
+        if ready_after is not None:
+            await trio.sleep(ready_after)
+            shared.catalog.set(catalog("echo"))  # ready now: its capabilities are known
+            shared.settled.set()
+        answer = await wire.next()
+        took = trio.current_time() - started
+        nursery.cancel_scope.cancel()
+    return took, answer["result"]
+
+
+async def test_initialize_waits_for_a_backend_nobody_knows_yet(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    took, result = await handshake_over_memory(starting_backend(initialize_wait=20), ready_after=3)
+    assert took == pytest.approx(3)
+    assert result["capabilities"]["logging"] == {}
+    assert result["capabilities"]["resources"]["subscribe"] is True
+
+
+async def test_initialize_waits_no_longer_than_its_limit(autojump_clock: trio.testing.MockClock) -> None:
+    took, result = await handshake_over_memory(starting_backend(initialize_wait=5), ready_after=None)
+    assert took == pytest.approx(5)
+    assert "logging" not in result["capabilities"]
+
+
+async def test_without_a_wait_initialize_is_answered_at_once(autojump_clock: trio.testing.MockClock) -> None:
+    took, _ = await handshake_over_memory(starting_backend(initialize_wait=0), ready_after=None)
+    assert took == 0
