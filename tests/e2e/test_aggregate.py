@@ -99,6 +99,21 @@ async def test_unknown_and_refused_tools_get_clear_errors(assern_env: AssernEnv,
             assert refused.value.data["server"] == "my-beta"
 
 
+async def test_a_backends_own_errors_reach_the_client_as_it_wrote_them(
+    assern_env: AssernEnv, two_backends: Path
+) -> None:
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+            with pytest.raises(MCPError) as prompt:
+                await client.get_prompt("alpha_greet", {})
+            assert prompt.value.code == types.INVALID_PARAMS
+            assert "who" in prompt.value.message
+            with pytest.raises(MCPError) as resource:
+                await client.read_resource("assern://alpha/test://nowhere")
+            assert resource.value.code == types.INVALID_PARAMS
+            assert "test://nowhere" in resource.value.message
+
+
 async def test_calls_run_concurrently_and_backends_do_not_wait_for_each_other(
     assern_env: AssernEnv, two_backends: Path, tmp_path: Path
 ) -> None:
