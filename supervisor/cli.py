@@ -6,7 +6,7 @@ while it serves. Human output (list, demo) goes to stdout only in those commands
 `assern serve` shares one instance per resolved configuration (README, "Instance
 sharing"): the election makes it the primary (it detaches into its own session and
 runs the tree) or a proxy (it bridges stdio to the primary's socket and starts nothing).
-The tree and the SDK are imported only by the commands that run them, so a proxy and
+The tree is imported only by the commands that run it, so a proxy and
 `assernctl` start quickly. The process that runs the tree for a stdio client claims
 stdio first and opens the front door on it (actors/listener/front_door.py), which
 answers the client's `initialize` while the tree is imported in a worker thread.
@@ -200,7 +200,7 @@ async def _serve_tree(
         door = FrontDoor(
             claim.stdin,
             claim.stdout,
-            # With a wait configured, the handshake may wait for backends: the SDK path's.
+            # With a wait configured, the handshake may wait for backends: the session answers it.
             answer=config.settings.initialize_wait <= 0,
             capabilities=lambda: capabilities_from(remembered_raw(cache, config.servers).values()),
             release=claim.release,

@@ -6,7 +6,7 @@ configuration through its control socket (README, Operations): `status`, `list`,
 `call` start the backends themselves (direct mode), as `assern list` does. `logs`
 reads the JSON-lines log files and needs no instance.
 
-Only the direct mode imports the tree and the SDK, so the other commands answer fast.
+Only the direct mode imports the tree, so the other commands answer fast.
 """
 
 from __future__ import annotations

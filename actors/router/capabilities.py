@@ -4,8 +4,8 @@ A client's `initialize` is answered at once, often before the backends are ready
 that assern still advertises only what its backends really offer (resource
 subscriptions, logging, completions), the router records every ready backend's
 capabilities here, keyed by a fingerprint of how it is started; the next run uses them
-until the backend is ready again. The file's format and its reading without the SDK
-are in capability_file.py (the front door reads it before the SDK is imported).
+until the backend is ready again. The file's format and its reading as plain JSON
+are in capability_file.py (the front door reads it before the tree is imported).
 """
 
 from __future__ import annotations

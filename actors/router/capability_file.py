@@ -1,10 +1,10 @@
-"""The capability cache's file, read as plain JSON: no SDK, no pydantic.
+"""The capability cache's file, read as plain JSON: no pydantic models.
 
 `capabilities.json` (under `$ASSERN_HOME/cache/`) maps each backend's name to the
 fingerprint of how it is started and the capabilities it offered when it last ran.
 The router writes it through `CapabilityCache` (capabilities.py); the front door
 (actors/listener/front_door.py) reads it here as raw dicts to answer a client's
-`initialize` before the SDK is even imported. Both key entries with `fingerprint`.
+`initialize` before the tree (and pydantic) is even imported. Both key entries with `fingerprint`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ _OBJECT_FIELDS = (
 
 
 def _well_formed(caps: object) -> bool:
-    """Whether `caps` has the shape of a `ServerCapabilities` (an entry the SDK path would
+    """Whether `caps` has the shape of a `ServerCapabilities` (an entry the session would
     also accept; the router only ever writes such entries)."""
     if not isinstance(caps, dict):
         return False
