@@ -33,13 +33,13 @@ from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from pydantic import BaseModel
 
-from assern.actors.backend.forward import Forwarder, ForwardLost
+from assern.actors.backend.forward import ForwardLost
 from assern.actors.backend.messages import ProgressSink
 from assern.actors.backend.session import SessionHooks
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.jsonrpc.sdk import from_sdk
+from assern.actors.jsonrpc.sdk import from_sdk, write_lines
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -271,21 +271,12 @@ async def stdio_streams(
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](16)
 
-    async def pump_messages(forwarder: Forwarder) -> None:
-        async with write_recv:
-            async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                try:
-                    await forwarder.write(data.encode() + b"\n")
-                except trio.BrokenResourceError:
-                    return
-
     async with (
         read_send,
         stdio_process(spec, link, _StreamInbound(read_send), hooks.stderr, hooks.spawned) as forwarder,
         trio.open_nursery() as pumps,
     ):
-        pumps.start_soon(pump_messages, forwarder)
+        pumps.start_soon(write_lines, write_recv, forwarder)
         try:
             yield read_recv, write_send
         finally:

@@ -1,4 +1,4 @@
-"""Errors across the edge of the `mcp` SDK, for the paths that still run on it.
+"""The edge of the `mcp` SDK, for the paths that still run on it: errors and outgoing lines.
 
 Imported only by those paths (HTTP backends, 2026-07-28 clients): importing it loads
 the SDK.
@@ -6,7 +6,12 @@ the SDK.
 
 from __future__ import annotations
 
+from typing import Protocol
+
+import trio
+from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 from assern.actors.jsonrpc.errors import RpcError
 
@@ -17,3 +22,19 @@ def from_sdk(exc: MCPError) -> RpcError:
 
 def to_sdk(exc: RpcError) -> MCPError:
     return MCPError(code=exc.code, message=exc.message, data=exc.data)
+
+
+class LineOut(Protocol):
+    async def write(self, data: bytes) -> None:
+        """Write one encoded line; raises trio.BrokenResourceError once the peer is gone."""
+
+
+async def write_lines(messages: MemoryObjectReceiveStream[SessionMessage], out: LineOut) -> None:
+    """Write what the SDK sends as JSON lines, until it stops sending or the peer is gone."""
+    async with messages:
+        async for message in messages:
+            data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+            try:
+                await out.write(data.encode() + b"\n")
+            except trio.BrokenResourceError:
+                return

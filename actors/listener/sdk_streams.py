@@ -21,6 +21,7 @@ import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from assern.actors.jsonrpc.sdk import write_lines
 from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
 
 log = structlog.get_logger()
@@ -64,18 +65,9 @@ async def message_streams(
             except LineTooLong as exc:
                 log.warning("client_message_refused", error=str(exc))
 
-    async def pump_out() -> None:
-        async with write_recv:
-            async for message in write_recv:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                try:
-                    await out.write(data.encode() + b"\n")
-                except trio.BrokenResourceError:
-                    return
-
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_in)
-        nursery.start_soon(pump_out)
+        nursery.start_soon(write_lines, write_recv, out)
         try:
             yield read_recv, write_send
         finally:
