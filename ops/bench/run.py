@@ -37,6 +37,7 @@ from mcp.client.stdio import StdioServerParameters
 
 # isort: split
 # ops/bench is this script's directory, so its modules import by their plain names.
+import list_probe
 import measure
 import peers
 import procs
@@ -79,6 +80,8 @@ class Plan:
     #: no aggregator starts once the run is this old (keeps a full run under 10 minutes)
     run_budget: float = 480.0
     visible_limit: float = 60.0
+    #: tools/list answers timed by the bare client of list_probe.py, per aggregator started
+    probe_lists: int = 200
     cuts: tuple[str, ...] = ()
 
 
@@ -96,6 +99,7 @@ FULL = Plan(
         "throughput: 2 windows of 1 s per path, alternating",
         "crash: recovery watched for at most 5 s after the kill",
         "sharing: measured at K=5 x 10 tools only",
+        "tools/list on raw pipes: 200 answers per shape, assern only",
     ),
 )
 SMOKE = Plan(
@@ -106,6 +110,7 @@ SMOKE = Plan(
     rounds=1,
     limit=60.0,
     visible_limit=30.0,
+    probe_lists=5,
     cuts=("smoke mode: K=1, few iterations, assern only, no sharing",),
 )
 
@@ -480,6 +485,33 @@ async def run_sharing(scenario: Scenario, plan: Plan, workdir: Path) -> dict[str
     return out
 
 
+# ------------------------------------------------------- tools/list, bare client
+
+
+async def run_list_probe(scenario: Scenario, plan: Plan, workdir: Path) -> dict[str, Any]:
+    """assern's own time to answer tools/list (list_probe.py), with the scenario's K
+    backends and, for K > 1, with one backend that has all their tools (the same list)."""
+    total = scenario.backends * scenario.tools
+    shapes = {"k": peers.bench_backends(scenario.backends, scenario.tools, prefix="p")}
+    if scenario.backends > 1:
+        shapes["one"] = peers.bench_backends(1, total, prefix="q")
+    out: dict[str, Any] = {}
+    for key, backends in shapes.items():
+        folder = workdir / f"list-probe-{key}"
+        folder.mkdir(parents=True, exist_ok=True)
+        config = folder / "backends.json"
+        config.write_text(json.dumps(peers.mcp_servers(backends), indent=2))
+        launch = peers.ASSERN.launch(folder, config, backends)
+        probe = functools.partial(
+            list_probe.probe, launch.argv, launch.env, folder / "assern.stderr", total, plan.probe_lists
+        )
+        try:
+            out[key] = await trio.to_thread.run_sync(probe)
+        except Exception as exc:
+            out[key] = {"error": short_error(exc)}
+    return out
+
+
 # --------------------------------------------------------------------- a run
 
 
@@ -529,6 +561,8 @@ async def run_scenario(
         result["results"][name]["seconds"] = time.perf_counter() - began
         result["results"][name]["list_direct"] = listed_directly
     if peers.ASSERN.name in result["results"] and "seconds" in result["results"][peers.ASSERN.name]:
+        print(f"  {scenario.label}: tools/list, bare client …", file=sys.stderr, flush=True)
+        result["results"][peers.ASSERN.name]["list_probe"] = await run_list_probe(scenario, plan, workdir)
         if scenario.sharing:
             print(f"  {scenario.label}: sharing …", file=sys.stderr, flush=True)
             began = time.perf_counter()

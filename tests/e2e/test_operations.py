@@ -154,4 +154,6 @@ def test_the_benchmark_smoke_run_works(tmp_path: Path) -> None:
     assert assern["throughput"]["through"]["calls"] > 0
     assert assern["rss"]["aggregator_peak_mb"] > 0
     assert "failed_calls" in assern["crash"]
+    assert assern["list_probe"]["k"]["first_byte"]["n"] == 5
+    assert assern["list_probe"]["k"]["bytes"] == assern["list_bytes"]
     assert "call overhead, median (us)" in result.stdout

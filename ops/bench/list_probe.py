@@ -1,0 +1,144 @@
+"""The aggregator's own time to answer tools/list, read by a bare client on raw pipes.
+
+The figures of the main run go through the official client, whose process also parses
+the previous answer (hundreds of pydantic models at K=20), samples the process tree and
+runs its own event loop: its first byte carries that noise. Here a blocking client that
+does nothing else writes one `tools/list` line, waits in `select` for the first byte and
+reads the whole line without parsing it.
+
+"Flat in K" is judged by holding the list fixed and varying K: the aggregator with K
+backends of T tools against the same aggregator with one backend of K×T tools, in the
+same run. An answer served from the catalog snapshot takes as long for both; one that
+asked each backend would grow with K. (Across the scenarios the list itself grows with
+K, and the time to copy a longer line into the pipe grows with it whoever serves it.)
+
+Stdlib only and blocking: run it in a thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from measure import summary_ms
+
+#: how long the aggregator gets to list every backend's tools
+VISIBLE_LIMIT = 60.0
+#: how long one answer may take before the probe gives up
+ANSWER_LIMIT = 10.0
+
+
+class ProbeFailed(Exception):
+    pass
+
+
+class _Lines:
+    """Newline-delimited JSON-RPC on a child's raw stdout, with a deadline per read."""
+
+    def __init__(self, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+        self.stdin = stdin
+        self.fd = stdout.fileno()
+        self.buffer = b""
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        self.stdin.write(json.dumps(message).encode() + b"\n")
+        self.stdin.flush()
+
+    def wait_readable(self) -> None:
+        if self.buffer:
+            return
+        ready, _, _ = select.select([self.fd], [], [], ANSWER_LIMIT)
+        if not ready:
+            raise ProbeFailed(f"no answer within {ANSWER_LIMIT:g} s")
+
+    def line(self) -> bytes:
+        while b"\n" not in self.buffer:
+            self.wait_readable()
+            chunk = os.read(self.fd, 1 << 20)
+            if not chunk:
+                raise ProbeFailed("the aggregator closed its stdout")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+    def answer(self, request_id: int) -> dict[str, Any]:
+        while True:
+            message = json.loads(self.line())
+            if message.get("id") == request_id:
+                return message
+
+
+@contextlib.contextmanager
+def _serving(argv: Sequence[str], env: Mapping[str, str], stderr: Path) -> Iterator[_Lines]:
+    with stderr.open("ab") as errors:
+        process = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            env=dict(env),
+            start_new_session=True,
+        )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        yield _Lines(process.stdin, process.stdout)
+    finally:
+        process.stdin.close()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, 9)
+            process.wait()
+        process.stdout.close()
+
+
+def probe(
+    argv: Sequence[str], env: Mapping[str, str], stderr: Path, tools: int, lists: int
+) -> dict[str, Any]:
+    """Start the aggregator, wait until it lists `tools` tools, then time `lists` lists."""
+    with _serving(argv, env, stderr) as wire:
+        wire.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "list-probe", "version": "1"},
+                },
+            }
+        )
+        wire.answer(0)
+        wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        deadline = time.monotonic() + VISIBLE_LIMIT
+        while True:
+            wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            listed = len(wire.answer(1).get("result", {}).get("tools", []))
+            if listed >= tools:
+                break
+            if time.monotonic() > deadline:
+                raise ProbeFailed(f"only {listed} of {tools} tools listed after {VISIBLE_LIMIT:g} s")
+            time.sleep(0.1)
+        first: list[float] = []
+        whole: list[float] = []
+        size = 0
+        for request_id in range(2, lists + 2):
+            request = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}).encode()
+            started = time.perf_counter()
+            wire.stdin.write(request + b"\n")
+            wire.stdin.flush()
+            wire.wait_readable()
+            first.append(time.perf_counter() - started)
+            size = len(wire.line())
+            whole.append(time.perf_counter() - started)
+        return {"first_byte": summary_ms(first), "whole_line": summary_ms(whole), "bytes": size}
