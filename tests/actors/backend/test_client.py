@@ -442,8 +442,8 @@ async def test_a_refused_or_malformed_backend_request_is_answered_with_an_error(
     assert [method for method, _ in recorder.asked] == ["roots/list"]  # the malformed one asked nobody
 
 
-async def test_a_request_the_backend_cancels_gets_no_answer(outbox: Callable[..., Any]) -> None:
-    recorder = Recorder()
+def never_answered(recorder: Recorder) -> trio.Event:
+    """Make the client of `recorder` never answer what it is asked; the event: it was asked."""
     asked = trio.Event()
 
     async def never(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -452,6 +452,12 @@ async def test_a_request_the_backend_cancels_gets_no_answer(outbox: Callable[...
         raise AssertionError
 
     recorder.answer = never
+    return asked
+
+
+async def test_a_request_the_backend_cancels_gets_no_answer(outbox: Callable[..., Any]) -> None:
+    recorder = Recorder()
+    asked = never_answered(recorder)
     async with backend(outbox, recorder) as peer:
         await peer.send({"jsonrpc": "2.0", "id": 9, "method": "roots/list"})
         await asked.wait()
@@ -503,14 +509,7 @@ async def test_what_is_not_json_rpc_is_reported_and_skipped(outbox: Callable[...
 
 async def test_a_lost_backend_fails_pending_requests_and_stops_answering(outbox: Callable[..., Any]) -> None:
     recorder = Recorder()
-    asked = trio.Event()
-
-    async def never(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        asked.set()
-        await trio.sleep_forever()
-        raise AssertionError
-
-    recorder.answer = never
+    asked = never_answered(recorder)
     async with backend(outbox, recorder) as peer:
         await peer.send({"jsonrpc": "2.0", "id": 1, "method": "roots/list"})
         await asked.wait()
