@@ -26,6 +26,7 @@ import trio
 from assern.actors.backend.forward import STOPPING, Forwarder
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.process import ChildProcess, spawn, stop_process
+from assern.supervisor.reader import receive_some
 from assern.supervisor.writer import DirectWriter
 
 STDERR_TAIL = 50
@@ -73,7 +74,7 @@ def resolve_command(spec: ServerSpec) -> list[str]:
 async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
     buffer = bytearray()
     while True:
-        chunk = await stream.receive_some(65536)
+        chunk = await receive_some(stream, 65536)
         if not chunk:
             if buffer:
                 yield bytes(buffer)

@@ -45,6 +45,8 @@ import attrs
 import structlog
 import trio
 
+from assern.supervisor.reader import receive_some
+
 log = structlog.get_logger()
 
 #: The protocol revisions reachable with the `initialize` handshake, oldest first: the
@@ -192,7 +194,7 @@ class _Replay(trio.abc.ReceiveStream):
         if self._eof:
             await trio.lowlevel.checkpoint()
             return b""
-        return await self._live.receive_some(max_bytes)
+        return await receive_some(self._live, max_bytes or 65536)
 
     async def aclose(self) -> None:
         await self._live.aclose()

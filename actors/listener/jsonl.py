@@ -18,6 +18,7 @@ import mcp_types as types
 import trio
 from pydantic import ValidationError
 
+from assern.supervisor.reader import receive_some
 from assern.supervisor.writer import DirectWriter
 
 MAX_LINE = 64 * 1024 * 1024
@@ -96,7 +97,7 @@ class LineReader:
             self._start = 0
             if len(self._buffer) > MAX_LINE:
                 raise LineTooLong("a client message exceeded 64 MiB")
-            chunk = await self._stream.receive_some(65536)
+            chunk = await receive_some(self._stream, 65536)
             if chunk:
                 self._buffer += chunk
             else:
