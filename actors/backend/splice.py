@@ -87,8 +87,11 @@ class SplicedCall:
     # what the backend's stdout reader hands us (forward.Sink)
 
     def answered(self, message: dict[str, Any], line: bytes) -> None:
-        self._books.spliced_finished(self, ok="result" in message)
-        self.reply.answered(message, line, self.backend_id)
+        # The answer goes out before the books and the log line: the client waits for it.
+        try:
+            self.reply.answered(message, line, self.backend_id)
+        finally:
+            self._books.spliced_finished(self, ok="result" in message)
 
     def progressed(self, params: dict[str, Any], line: bytes) -> None:
         self.deadline = trio.current_time() + self.timeout

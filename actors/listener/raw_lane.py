@@ -249,7 +249,6 @@ class RawReply:
         self._connection._record_call(self._server, self._started)
 
     def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
-        self._done()
         if "result" in message:
             # The backend's own bytes with the client's id in place of ours, if certain.
             out = swap_id(line, backend_id, self._request_id)
@@ -259,6 +258,7 @@ class RawReply:
         else:
             out = error_reply(self._request_id, error_of(message))
         self._connection._write_raw(out)
+        self._done()  # after the write: the client waits for the answer, not for this
 
     def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
         assert self._token is not None  # progress is asked for only with the client's token

@@ -77,6 +77,31 @@ async def test_an_error_answer_counts_as_not_ok(outbox: Callable[..., Any]) -> N
     assert books.ends == [(call.backend_id, False, False)]
 
 
+async def test_the_answer_is_handed_on_before_the_books_and_their_log_line(
+    outbox: Callable[..., Any],
+) -> None:
+    out = outbox()
+    order: list[str] = []
+
+    class LoggingBooks(Books):
+        def spliced_finished(self, call: SplicedCall, *, ok: bool, cancelled: bool = False) -> None:
+            order.append("books")
+            super().spliced_finished(call, ok=ok, cancelled=cancelled)
+
+    class FirstReply(Reply):
+        def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
+            order.append("answered")
+
+    books, forwarder = LoggingBooks(), Forwarder(out)
+    reply = FirstReply()
+    call = SplicedCall(books, forwarder, reply, name="echo", client=None, request_id=1, call_id=1, timeout=5)
+    call.backend_id = forwarder.send_nowait("tools/call", {"name": "echo"}, call, progress=False) or ""
+    books.calls[call.backend_id] = call
+    forwarder.route({"jsonrpc": "2.0", "id": call.backend_id, "result": {"content": []}})
+    assert order == ["answered", "books"]
+    assert books.ends == [(call.backend_id, True, False)]
+
+
 async def test_a_cancelled_call_tells_the_backend_and_gets_no_answer(outbox: Callable[..., Any]) -> None:
     out = outbox()
     books, forwarder = Books(), Forwarder(out)
