@@ -23,8 +23,8 @@ import trio
 QUEUE_LIMIT = 4 * 1024 * 1024
 
 
-def descriptor(stream: trio.abc.SendStream) -> int | None:
-    """The non-blocking descriptor under a trio stream, when it has one."""
+def descriptor(stream: object) -> int | None:
+    """The non-blocking descriptor under a trio stream, when it has one (-1 once closed)."""
     if isinstance(stream, trio.lowlevel.FdStream):
         return stream.fileno()
     if isinstance(stream, trio.SocketStream):
@@ -37,7 +37,7 @@ class DirectWriter:
 
     def __init__(self, stream: trio.abc.SendStream, limit: int = QUEUE_LIMIT) -> None:
         self._stream = stream
-        self._fd = descriptor(stream)
+        self._direct = descriptor(stream) is not None
         self._limit = limit
         self._queue: collections.deque[bytes] = collections.deque()
         self._queued = 0
@@ -51,13 +51,16 @@ class DirectWriter:
         """Write `data` or queue it behind what waits; False (nothing written) when refused."""
         if self.broken is not None:
             return False
-        if self._queue or self._busy or self._fd is None:
+        if self._queue or self._busy or not self._direct:
             if self._queued and self._queued + len(data) > self._limit:
                 return False
             self._enqueue(data)
             return True
         try:
-            written = os.write(self._fd, data)
+            # Asked every time: once the stream is closed it is -1 (EBADF), never a
+            # number the process has since given to another file.
+            fd = descriptor(self._stream)
+            written = os.write(-1 if fd is None else fd, data)
         except BlockingIOError:
             written = 0
         except OSError as exc:
@@ -75,6 +78,14 @@ class DirectWriter:
         while not self.write_nowait(data):
             if self.broken is not None:
                 raise trio.BrokenResourceError(str(self.broken)) from self.broken
+            if self._room.is_set():
+                self._room = trio.Event()
+            await self._room.wait()
+        await trio.lowlevel.checkpoint()
+
+    async def drain(self) -> None:
+        """Wait until everything written so far is out (or the other side is gone)."""
+        while (self._queue or self._busy) and self.broken is None:
             if self._room.is_set():
                 self._room = trio.Event()
             await self._room.wait()

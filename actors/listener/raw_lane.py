@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import mcp_types as types
 import structlog
 import trio
 from mcp_types import PROTOCOL_VERSION_META_KEY
@@ -26,6 +27,7 @@ from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import Origin
 from assern.actors.backend.splice import Describe, SplicedCall
+from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, SessionContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.jsonl import SendRaw
 
@@ -122,11 +124,18 @@ class RawLaneMixin:
             self._raw_origin_value = self._origin(protocol)
         return self._raw_origin_value
 
-    def _cancel_forwarded(self) -> None:
-        """The client left: cancel its raw-lane calls still in flight at the backends."""
-        for entry in list(self._forwarded.values()):
+    def _cancel_forwarded(self, *, answer: bool = True) -> None:
+        """The client left: cancel its raw-lane calls still in flight at the backends.
+
+        With `answer`, each is answered "Connection closed", as the session answers its
+        own requests then, for a client that still reads after closing its side.
+        """
+        forwarded, self._forwarded = self._forwarded, {}
+        closed = RpcError(types.CONNECTION_CLOSED, "Connection closed")
+        for request_id, entry in forwarded.items():
             entry.cancel()
-        self._forwarded.clear()
+            if answer:
+                self._write_raw(error_reply(request_id, closed))
 
     def _write_raw(self, line: bytes) -> None:
         """Write one line to the client now, or in a task when too much waits already."""

@@ -51,7 +51,7 @@ from assern.actors.listener.context import (
 from assern.actors.listener.front_door import SERVER_VERSION
 from assern.actors.listener.handlers import HandlersMixin
 from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
-from assern.actors.listener.protocol import Greeting, Method, ServerSession, opens_modern
+from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
 from assern.actors.listener.raw_lane import RawLaneMixin
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog
@@ -135,9 +135,12 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                         await self._serve_lines(LineReader(receive), out, answered)
                         # What still runs for the client gets its last chance to finish.
                         requests.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
+                    # Lines still queued behind a full pipe go out before the pump stops.
+                    with trio.move_on_after(CLOSE_WRITE_LIMIT):
+                        await out.drain()
                     nursery.cancel_scope.cancel()
             finally:
-                self._cancel_forwarded()
+                self._cancel_forwarded(answer=False)  # the writer is done by now
                 self._send_raw = self._nursery = self._protocol = self._events = None
                 log.info("client_disconnected")
 

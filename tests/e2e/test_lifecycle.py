@@ -12,7 +12,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
-from harness import AssernEnv, assern_command, process_alive, server_table
+from harness import AssernEnv, Wire, assern_command, process_alive, server_table
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -229,3 +229,42 @@ async def test_calls_queued_for_a_backend_that_then_fails_get_the_reason(
                     nursery.start_soon(queued, i)
     assert len(errors) == 3
     assert all("failed after 2 restarts" in e and "exited with code 3" in e for e in errors)
+
+
+async def test_a_client_that_closes_stdin_mid_call_is_told_and_assern_exits(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = write_config(server_table("alpha"))
+    marker = tmp_path / "marker"
+    with trio.fail_after(60):
+        process = await spawn_assern(assern_env, config)
+        wire = Wire.of(process)
+        try:
+            await wire.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "leaver", "version": "1"},
+                    },
+                }
+            )
+            await wire.response(1)
+            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+            await wire.response(2)  # alpha is up: the call below is spliced straight to it
+            call = {"name": "alpha_wait_cancel", "arguments": {"marker": str(marker)}}
+            await wire.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+            await wire.stdin.aclose()  # the client leaves while the call runs
+            answer = await wire.response(3)
+            assert answer["error"] == {"code": types.CONNECTION_CLOSED, "message": "Connection closed"}
+            assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+    assert marker.read_text() == "cancelled"  # the backend was told too
+    finished = events(assern_env, "tool_call_finished", server="alpha")
+    assert [(e["tool"], e["cancelled"]) for e in finished] == [("wait_cancel", True)]

@@ -120,3 +120,79 @@ async def test_the_pump_notices_a_pipe_that_breaks_while_it_waits() -> None:
     assert writer.broken is not None
     assert not writer.write_nowait(b"after\n")
     await stream.aclose()
+
+
+async def test_drain_returns_once_the_queue_is_out() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    big = b"q" * 300_000  # more than the pipe holds: the rest waits in the queue
+    assert writer.write_nowait(big)
+    received = bytearray()
+    drained = False
+
+    async def read_slowly() -> None:
+        while len(received) < len(big):
+            received.extend(drain(read_fd))
+            await trio.lowlevel.checkpoint()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.pump)
+        await trio.testing.wait_all_tasks_blocked()
+        assert received == b""  # nobody read yet: drain could not have returned
+        nursery.start_soon(read_slowly)
+        with trio.fail_after(5):
+            await writer.drain()
+        drained = True
+        nursery.cancel_scope.cancel()
+    assert drained
+    received.extend(drain(read_fd))
+    assert bytes(received) == big
+    os.close(read_fd)
+    await stream.aclose()
+
+
+async def test_drain_with_nothing_queued_returns_at_once() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    assert writer.write_nowait(b"small\n")
+    with trio.testing.assert_checkpoints(), trio.fail_after(1):
+        await writer.drain()
+    os.close(read_fd)
+    await stream.aclose()
+
+
+async def test_drain_returns_when_the_other_side_goes_away() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    assert writer.write_nowait(b"w" * 300_000)
+
+    async def close_reader() -> None:
+        await trio.testing.wait_all_tasks_blocked()
+        os.close(read_fd)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(writer.pump)
+        nursery.start_soon(close_reader)
+        with trio.fail_after(5):
+            await writer.drain()
+        nursery.cancel_scope.cancel()
+    assert writer.broken is not None
+    await stream.aclose()
+
+
+async def test_after_its_stream_closed_nothing_reaches_a_file_that_reused_its_number() -> None:
+    read_fd, stream = pipe()
+    writer = DirectWriter(stream)
+    number = stream.fileno()
+    await stream.aclose()
+    os.close(read_fd)
+    other_read, other_write = os.pipe()  # the lowest free numbers: the closed ones again
+    try:
+        assert number in (other_read, other_write)
+        os.set_blocking(other_read, False)
+        assert not writer.write_nowait(b"stray\n")
+        assert writer.broken is not None
+        assert drain(other_read) == b""
+    finally:
+        os.close(other_read)
+        os.close(other_write)

@@ -79,7 +79,13 @@ class Backend:
         if isinstance(msg, msgs.SetLevel):
             self.levels.append(msg.level)
             return None
+        if isinstance(msg, msgs.ForwardCall):  # the raw lane's: the result as a dict
+            result = await self.call(msg)
+            return result.model_dump(by_alias=True, mode="json", exclude_none=True)
         assert isinstance(msg, msgs.CallTool)
+        return await self.call(msg)
+
+    async def call(self, msg: msgs.CallTool | msgs.ForwardCall) -> types.CallToolResult:
         arguments = msg.arguments or {}
         if msg.name == "block":
             self.started.set()
@@ -118,13 +124,15 @@ class Setup:
     backend: Backend
 
 
-def setup(*tools: str, settled: bool = True) -> Setup:
+def setup(*tools: str, settled: bool = True, raw_lane: bool = False) -> Setup:
     send, receive = trio.open_memory_channel[msgs.BackendRequest](16)
     actor = SimpleNamespace(
         status=BackendStatus(server="a", transport="stdio", state=BackendState.READY),
         state=BackendState.READY,
         spec=SimpleNamespace(startup_timeout=5.0, timeout=30.0),
-        fast_path=False,
+        # On the raw lane, a backend that cannot splice now takes the mailbox in a task.
+        fast_path=raw_lane,
+        splice=lambda *_args, **_kwargs: None,
         listing=SimpleNamespace(capabilities=types.ServerCapabilities(logging=types.LoggingCapability())),
     )
     handle = BackendHandle(name="a", mailbox=send, actor=actor)  # type: ignore[arg-type]
@@ -195,13 +203,17 @@ class Served:
 
 
 @contextlib.asynccontextmanager
-async def serve(*tools: str, settled: bool = True, answered: Any = None) -> AsyncIterator[Served]:
+async def serve(
+    *tools: str, settled: bool = True, answered: Any = None, raw_lane: bool = False
+) -> AsyncIterator[Served]:
     """A connection served over a socket pair (as a socket client's), and the client's end.
 
     A socket rather than trio's memory streams: what the connection writes as the client
     leaves must still reach it, as it does over a pipe or a socket.
     """
-    parts = setup(*(tools or ("echo", "block", "sample", "progress", "fail")), settled=settled)
+    parts = setup(
+        *(tools or ("echo", "block", "sample", "progress", "fail")), settled=settled, raw_lane=raw_lane
+    )
     ours, theirs = trio.socket.socketpair()
     client = trio.SocketStream(ours)
     connection = ClientConnection("test-1", parts.shared)
@@ -438,8 +450,9 @@ async def test_a_backends_request_goes_to_the_calling_client_and_back() -> None:
         )
 
 
-async def test_leaving_answers_what_still_runs_and_cancels_it() -> None:
-    async with serve() as s:
+@pytest.mark.parametrize("raw_lane", [False, True], ids=["session", "raw-lane"])
+async def test_leaving_answers_what_still_runs_and_cancels_it(raw_lane: bool) -> None:
+    async with serve(raw_lane=raw_lane) as s:
         await s.wire.handshake()
         await s.wire.request(1, "tools/call", {"name": "a_block", "arguments": {}})
         await s.backend.started.wait()
