@@ -51,16 +51,16 @@ class _Lines:
         self.stdin.write(json.dumps(message).encode() + b"\n")
         self.stdin.flush()
 
-    def wait_readable(self) -> None:
+    def wait_readable(self, limit: float = ANSWER_LIMIT) -> None:
         if self.buffer:
             return
-        ready, _, _ = select.select([self.fd], [], [], ANSWER_LIMIT)
+        ready, _, _ = select.select([self.fd], [], [], limit)
         if not ready:
-            raise ProbeFailed(f"no answer within {ANSWER_LIMIT:g} s")
+            raise ProbeFailed(f"no answer within {limit:g} s")
 
-    def line(self) -> bytes:
+    def line(self, limit: float = ANSWER_LIMIT) -> bytes:
         while b"\n" not in self.buffer:
-            self.wait_readable()
+            self.wait_readable(limit)
             chunk = os.read(self.fd, 1 << 20)
             if not chunk:
                 raise ProbeFailed("the aggregator closed its stdout")
@@ -68,9 +68,9 @@ class _Lines:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return line
 
-    def answer(self, request_id: int) -> dict[str, Any]:
+    def answer(self, request_id: int, limit: float = ANSWER_LIMIT) -> dict[str, Any]:
         while True:
-            message = json.loads(self.line())
+            message = json.loads(self.line(limit))
             if message.get("id") == request_id:
                 return message
 
@@ -123,7 +123,8 @@ def probe(
         deadline = time.monotonic() + VISIBLE_LIMIT
         while True:
             wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-            listed = len(wire.answer(1).get("result", {}).get("tools", []))
+            # The first list waits for the backends still starting: it gets their limit.
+            listed = len(wire.answer(1, VISIBLE_LIMIT).get("result", {}).get("tools", []))
             if listed >= tools:
                 break
             if time.monotonic() > deadline:
