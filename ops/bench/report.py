@@ -66,12 +66,12 @@ def crash_others(result: Mapping[str, Any]) -> str:
     return f"{others['failed']}/{others['ok'] + others['failed']}"
 
 
-def sharing(key: str) -> Getter:
+def sharing(key: str, digits: int = 3) -> Getter:
     def get(result: Mapping[str, Any]) -> str:
         share = dig(result, "sharing")
         status = str(share.get("status", ""))
         if status == "ok":
-            return f"{share[key]:.3f}"
+            return f"{share[key]:.{digits}f}"
         return "not measured" if status.startswith("not measured") else "n/a"
 
     return get
@@ -132,6 +132,7 @@ ROWS: Sequence[tuple[str, Getter, Getter | None]] = (
     ("processes left 2 s after stop", fig("leftover_processes", digits=0), None),
     ("sharing: 2nd serve initialize (s)", sharing("initialize_s"), None),
     ("sharing: 2nd serve tools/list (s)", sharing("tools_list_s"), None),
+    ("sharing: 2nd serve RSS peak (MB)", sharing("second_rss_mb", 1), None),
 )
 
 
