@@ -124,6 +124,36 @@ def loadavg() -> str:
         return "unknown"
 
 
+def cpu_times() -> tuple[int, int] | None:
+    """(idle, total) clock ticks of all CPUs since boot (/proc/stat), or None."""
+    try:
+        fields = [int(v) for v in (PROC / "stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return idle, sum(fields)
+
+
+async def wait_quiet(limit: float, idle_share: float = 0.9, window: float = 0.25) -> float:
+    """Wait until the machine's CPUs were at least `idle_share` idle over one `window`
+    (what the previous step left running has wound down), for at most `limit` s.
+
+    Returns the seconds waited; without /proc/stat, returns at once.
+    """
+    began = trio.current_time()
+    before = cpu_times()
+    while before is not None and trio.current_time() - began < limit:
+        await trio.sleep(window)
+        after = cpu_times()
+        if after is None:
+            break
+        idle, total = after[0] - before[0], after[1] - before[1]
+        if total > 0 and idle / total >= idle_share:
+            break
+        before = after
+    return trio.current_time() - began
+
+
 class TreeWatch:
     """Samples a process tree's resident memory and remembers every member it saw.
 

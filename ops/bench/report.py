@@ -194,9 +194,15 @@ def scenario_table(scenario: Mapping[str, Any], names: Sequence[str], notes: lis
             continue
         direct_text = direct_cell(direct, [results[n] for n in names if n in results]) if direct else ""
         lines.append(label.ljust(LABEL) + "".join(c.rjust(COLUMN) for c in [*cells, direct_text]))
+    order = ""
+    if scenario.get("order"):
+        waits = [results.get(n, {}).get("quiet_wait_s") for n in scenario["order"]]
+        waited = max((w for w in waits if isinstance(w, int | float)), default=0.0)
+        names_in_order = ", ".join(scenario["order"])
+        order = f"; run in the order {names_in_order}, each after ≤ {waited:.1f} s for idle CPUs"
     lines.append(
         f"(load average {scenario['loadavg_before']} before, {scenario['loadavg_after']} after; "
-        f"{scenario['seconds']:.0f} s)"
+        f"{scenario['seconds']:.0f} s{order})"
     )
     return lines
 

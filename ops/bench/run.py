@@ -48,6 +48,8 @@ from wire import SpawnedServer
 BASES = ("echo", "sleep")
 #: in-flight calls for the throughput figure
 IN_FLIGHT = 32
+#: at most this long, before each aggregator, for the CPUs to be idle (procs.wait_quiet)
+QUIET_LIMIT = 5.0
 
 
 @attrs.frozen
@@ -516,6 +518,7 @@ async def run_list_probe(scenario: Scenario, plan: Plan, workdir: Path) -> dict[
 
 
 async def run_scenario(
+    index: int,
     scenario: Scenario,
     plan: Plan,
     aggregators: Sequence[str],
@@ -542,8 +545,14 @@ async def run_scenario(
         listed_directly: dict[str, Any] = await direct_list(scenario, plan, workdir)
     except Exception as exc:
         listed_directly = {"error": short_error(exc)}
-    for name in aggregators:
+    # The order turns by one each size, so that no aggregator always starts first, just
+    # after the previous size's processes were stopped; and each starts on a quiet machine.
+    turn = index % len(aggregators) if aggregators else 0
+    order = [*aggregators[turn:], *aggregators[:turn]]
+    result["order"] = order
+    for name in order:
         print(f"  {scenario.label}: {name} …", file=sys.stderr, flush=True)
+        quiet_wait = await procs.wait_quiet(QUIET_LIMIT)
         began = time.perf_counter()
         if not usable.get(name, True):
             result["results"][name] = {"status": "not run: not installed (see peers)"}
@@ -559,6 +568,7 @@ async def run_scenario(
             agg = next(a for a in peers.PROCESS_AGGREGATORS if a.name == name)
             result["results"][name] = await run_aggregator(agg, scenario, plan, direct, workdir, spy_dir)
         result["results"][name]["seconds"] = time.perf_counter() - began
+        result["results"][name]["quiet_wait_s"] = quiet_wait
         result["results"][name]["list_direct"] = listed_directly
     if peers.ASSERN.name in result["results"] and "seconds" in result["results"][peers.ASSERN.name]:
         print(f"  {scenario.label}: tools/list, bare client …", file=sys.stderr, flush=True)
@@ -640,10 +650,12 @@ async def run_all(
         began = time.perf_counter()
         async with direct_pool(direct_backends, workdir) as direct:
             meta["direct_ready_s"] = time.perf_counter() - began
-            for scenario in plan.scenarios:
+            for index, scenario in enumerate(plan.scenarios):
                 print(f"{scenario.label} …", file=sys.stderr, flush=True)
                 scenarios.append(
-                    await run_scenario(scenario, plan, aggregators, usable, direct, workdir, spy_dir, started)
+                    await run_scenario(
+                        index, scenario, plan, aggregators, usable, direct, workdir, spy_dir, started
+                    )
                 )
     meta["loadavg_after"] = procs.loadavg()
     meta["seconds"] = time.perf_counter() - started

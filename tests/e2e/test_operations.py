@@ -157,3 +157,5 @@ def test_the_benchmark_smoke_run_works(tmp_path: Path) -> None:
     assert assern["list_probe"]["k"]["first_byte"]["n"] == 5
     assert assern["list_probe"]["k"]["bytes"] == assern["list_bytes"]
     assert "call overhead, median (us)" in result.stdout
+    assert scenario["order"] == ["assern"]
+    assert 0 <= assern["quiet_wait_s"] <= 6  # at most QUIET_LIMIT (5 s) and one window
