@@ -99,6 +99,11 @@ ROWS: Sequence[tuple[str, Getter, Getter | None]] = (
         fig("list_probe", "one", "first_byte", "median_ms", digits=3),
         None,
     ),
+    (
+        "tools/list, bare client, whole answer (ms)",
+        fig("list_probe", "k", "whole_line", "median_ms", digits=3),
+        None,
+    ),
     ("tools/list result (bytes)", fig("list_bytes", digits=0), None),
     ("tools/list, client's own parse (ms)", fig("list_client_parse", "median_ms", digits=3), None),
     (
@@ -167,9 +172,15 @@ def _sort_key(text: str) -> float:
         return math.inf
 
 
+def _column(text: str) -> str:
+    """One cell, right-aligned; a cell wider than its column (a wide direct range) still
+    keeps two spaces from its neighbour."""
+    return "  " + text.rjust(COLUMN - 2)
+
+
 def scenario_table(scenario: Mapping[str, Any], names: Sequence[str], notes: list[str]) -> list[str]:
     results = scenario["results"]
-    header = f"{scenario['label']}".ljust(LABEL) + "".join(n.rjust(COLUMN) for n in [*names, "direct"])
+    header = f"{scenario['label']}".ljust(LABEL) + "".join(_column(n) for n in [*names, "direct"])
     lines = [
         header,
         "-" * len(header),
@@ -177,8 +188,7 @@ def scenario_table(scenario: Mapping[str, Any], names: Sequence[str], notes: lis
     statuses = [str(results.get(n, {}).get("status", "not run")) for n in names]
     if any(status != "ok" for status in statuses):
         lines.append(
-            "status".ljust(LABEL)
-            + "".join(("ok" if s == "ok" else "see note").rjust(COLUMN) for s in statuses)
+            "status".ljust(LABEL) + "".join(_column("ok" if s == "ok" else "see note") for s in statuses)
         )
         notes.extend(
             f"{scenario['label']}, {n}: {s}" for n, s in zip(names, statuses, strict=True) if s != "ok"
@@ -193,7 +203,7 @@ def scenario_table(scenario: Mapping[str, Any], names: Sequence[str], notes: lis
         if all(c in ("n/a", "not run") for c in cells):
             continue
         direct_text = direct_cell(direct, [results[n] for n in names if n in results]) if direct else ""
-        lines.append(label.ljust(LABEL) + "".join(c.rjust(COLUMN) for c in [*cells, direct_text]))
+        lines.append(label.ljust(LABEL) + "".join(_column(c) for c in [*cells, direct_text]))
     order = ""
     if scenario.get("order"):
         waits = [results.get(n, {}).get("quiet_wait_s") for n in scenario["order"]]
@@ -259,11 +269,17 @@ def targets(run: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
                 None if ratio is None else ratio >= 0.8,
             )
         )
+        # The official client's list time includes its own reading of the whole list
+        # (about as long as the direct list of the same tools); the aggregator's part is
+        # the whole answer on the wire, which the bare client times.
+        served = _safe(lambda: dig(a, "list_probe", "k", "whole_line", "median_ms"))
+        direct_list = _safe(lambda: dig(a, "list_direct", "median_ms"))
         out.append(
             (
-                "tools/list ≤ 2 ms median at K=20",
-                number(listed, 3) + " ms",
-                None if listed is None else listed <= 2,
+                "tools/list ≤ 2 ms median at K=20 (the whole answer, bare client)",
+                f"{number(served, 3)} ms; through the official client {number(listed, 3)} ms, "
+                f"the same tools from 1 server through it {number(direct_list, 3)} ms",
+                None if served is None else served <= 2,
             )
         )
     # The list grows with K, and so does the time to carry it and what the client spends

@@ -165,7 +165,10 @@ async def direct_pool(backends: Sequence[peers.Backend], workdir: Path) -> Async
 
     async def hold(i: int, backend: peers.Backend) -> None:
         server = SpawnedServer(
-            [backend.command, *backend.args], env=peers.base_env(), stderr=workdir / f"{backend.name}.stderr"
+            [backend.command, *backend.args],
+            env=peers.base_env(),
+            stderr=workdir / f"{backend.name}.stderr",
+            watch_every=None,
         )
         async with Client(server.connect(), mode="legacy", cache=None) as client:
             clients[i] = client
@@ -199,7 +202,10 @@ async def direct_list(scenario: Scenario, plan: Plan, workdir: Path) -> dict[str
     """
     [backend] = peers.bench_backends(1, scenario.backends * scenario.tools, prefix="dlist")
     server = SpawnedServer(
-        [backend.command, *backend.args], env=peers.base_env(), stderr=workdir / "dlist.stderr"
+        [backend.command, *backend.args],
+        env=peers.base_env(),
+        stderr=workdir / "dlist.stderr",
+        watch_every=None,
     )
     async with Client(server.connect(), mode="legacy", cache=None) as client:
 

@@ -42,11 +42,19 @@ class SpawnedServer:
         list_first_bytes: For each `tools/list` request written, the seconds until the
             next bytes came back from the server: its own time to answer, without the
             transfer of the rest of a long list and the client's reading of it.
-        watch: Samples the server's process tree (memory, members) while it runs.
+        watch: Samples the server's process tree (memory, members) every `watch_every`
+            s while it runs; with None, only at the start and at the stop (a server that
+            starts no processes of its own, such as a direct backend).
     """
 
     def __init__(
-        self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path | None = None, stderr: Path
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path | None = None,
+        stderr: Path,
+        watch_every: float | None = 0.1,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
@@ -59,6 +67,7 @@ class SpawnedServer:
         self._list_sent_at: float | None = None
         self.leftover: list[procs.Ident] = []
         self.watch: procs.TreeWatch | None = None
+        self.watch_every = watch_every
 
     @contextlib.asynccontextmanager
     async def connect(self) -> AsyncIterator[TransportStreams]:
@@ -77,11 +86,12 @@ class SpawnedServer:
                 start_new_session=True,
             )
             self.pid = process.pid
-            watch = self.watch = procs.TreeWatch(process.pid)
+            watch = self.watch = procs.TreeWatch(process.pid, self.watch_every or 0.1)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._pump_out, process, read_send)
                 nursery.start_soon(self._pump_in, process, write_recv)
-                nursery.start_soon(watch.run)
+                if self.watch_every is not None:
+                    nursery.start_soon(watch.run)
                 try:
                     yield read_recv, write_send
                 finally:

@@ -1,0 +1,64 @@
+"""The benchmark's process-tree walk (ops/bench/procs.py): both ways find the same tree."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ops" / "bench"))
+import procs
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+
+@pytest.fixture
+def tree() -> Iterator[subprocess.Popen[bytes]]:
+    """A shell with two children, one of which has a child of its own."""
+    shell = subprocess.Popen(["sh", "-c", "sleep 30 & sh -c 'sleep 30 & wait' & wait"])
+    try:
+        deadline = time.monotonic() + 5
+        while len(procs._children_map().get(shell.pid, [])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # the inner shell starts its sleep
+        yield shell
+    finally:
+        for pid in procs.descendants(shell.pid):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        shell.kill()
+        shell.wait()
+
+
+def test_the_children_files_and_the_full_scan_find_the_same_tree(
+    tree: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    found = procs.descendants(tree.pid)
+    assert sorted(procs.cmdline(pid)[0] for pid in found) == ["sh", "sleep", "sleep"]
+    # The inner shell comes before its own child: parents before children.
+    inner = next(pid for pid in found if procs.cmdline(pid)[0] == "sh")
+    assert found.index(inner) < max(found.index(pid) for pid in found if pid != inner)
+    monkeypatch.setattr(procs, "_children_files", lambda: False)
+    assert sorted(procs.descendants(tree.pid)) == sorted(found)
+
+
+def test_a_process_without_children_has_no_descendants() -> None:
+    leaf = subprocess.Popen(["sleep", "30"])
+    try:
+        assert procs.descendants(leaf.pid) == []
+    finally:
+        leaf.kill()
+        leaf.wait()
+
+
+def test_a_gone_process_has_no_descendants() -> None:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    assert procs.descendants(gone.pid) == []
