@@ -36,7 +36,7 @@ class RestartPolicy:
     restart: Restart = Restart.PERMANENT
     max_restarts: int = attrs.field(default=5, validator=attrs.validators.ge(0))
     restart_window: float = attrs.field(default=60.0, validator=attrs.validators.gt(0))
-    backoff_initial: float = attrs.field(default=0.5, validator=attrs.validators.ge(0))
+    backoff_initial: float = attrs.field(default=0.1, validator=attrs.validators.ge(0))
     backoff_max: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
     jitter: float = attrs.field(default=0.1, validator=[attrs.validators.ge(0), attrs.validators.le(1)])
 
