@@ -94,6 +94,24 @@ class Wire:
             if message.get("id") == request_id and ("result" in message or "error" in message):
                 return message
 
+    async def handshake(self, client: str, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`initialize` (id 1, protocol 2025-11-25) then `initialized`; the initialize answer."""
+        await self.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": capabilities or {},
+                    "clientInfo": {"name": client, "version": "1"},
+                },
+            }
+        )
+        answer = await self.response(1)
+        await self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
 
 def server_table(name: str, *flags: str) -> str:
     """A `[servers.NAME]` table that runs the SDK test server."""

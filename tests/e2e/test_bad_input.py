@@ -27,20 +27,7 @@ async def test_malformed_lines_get_errors_and_the_session_goes_on(
         )
         try:
             wire = Wire.of(process)
-            await wire.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "raw", "version": "0"},
-                    },
-                }
-            )
-            assert (await wire.response(1))["result"]["protocolVersion"] == "2025-11-25"
-            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            assert (await wire.handshake("raw"))["result"]["protocolVersion"] == "2025-11-25"
 
             await wire.send_line("this is not json")
             parse_error = await wire.receive()

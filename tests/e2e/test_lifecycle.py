@@ -240,20 +240,7 @@ async def test_a_client_that_closes_stdin_mid_call_is_told_and_assern_exits(
         process = await spawn_assern(assern_env, config)
         wire = Wire.of(process)
         try:
-            await wire.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "leaver", "version": "1"},
-                    },
-                }
-            )
-            await wire.response(1)
-            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            await wire.handshake("leaver")
             await wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
             await wire.response(2)  # alpha is up: the call below is spliced straight to it
             call = {"name": "alpha_wait_cancel", "arguments": {"marker": str(marker)}}

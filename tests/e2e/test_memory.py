@@ -44,20 +44,10 @@ async def test_a_handshake_session_over_stdio_backends_never_loads_the_sdk(
         )
         wire = Wire.of(process)
         try:
-            await wire.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {"sampling": {}, "roots": {"listChanged": True}},
-                        "clientInfo": {"name": "memory-test", "version": "1"},
-                    },
-                }
+            answer = await wire.handshake(
+                "memory-test", capabilities={"sampling": {}, "roots": {"listChanged": True}}
             )
-            assert "result" in await wire.response(1)
-            await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            assert "result" in answer
             requests = [
                 ("tools/list", {}),
                 ("tools/call", {"name": "alpha_echo", "arguments": {"text": "hi"}}),
