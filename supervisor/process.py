@@ -1,17 +1,28 @@
 """Child processes that cannot outlive us: own process group, parent-death signal, and a
 bounded stop ladder (close stdin -> wait -> SIGTERM to the group -> wait -> SIGKILL).
 
-The child is forked from the trio thread itself (not a worker thread) because Linux
-delivers the parent-death signal when the *thread* that forked the child exits.
+The parent-death signal is armed in the child between fork and exec. On Linux,
+util-linux's `setpriv --pdeathsig TERM` does that and then execs the command, so no
+Python code runs in the child and CPython can start it with vfork: the trio thread is
+held for a fraction of a millisecond, and no copy of assern's memory is ever mapped
+into the child. Without a usable `setpriv`, a `preexec_fn` arms it (a full fork, about
+2.5 ms for a 50 MB assern, with the child briefly sharing all of assern's pages). Either
+way the child is forked from the trio thread itself (not a worker thread), because
+Linux delivers the parent-death signal when the *thread* that forked the child exits.
+The preexec hook also exits when assern died before the signal was armed; with
+`setpriv` that window (before the exec) is left to stdin EOF and the next start's
+orphan sweep (below).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -38,6 +49,39 @@ def _parent_death_hook(parent_pid: int, prctl: Callable[..., int] | None) -> Non
         prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent died before the signal was armed
         os._exit(1)
+
+
+@functools.cache
+def pdeathsig_launcher() -> tuple[str, ...] | None:
+    """The argv prefix that arms SIGTERM as parent-death signal and execs the rest, or None.
+
+    util-linux's `setpriv` (2.33 and later have `--pdeathsig`), found on assern's own PATH
+    on Linux; looked up once per process.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    try:
+        usage = subprocess.run(
+            [setpriv, "--help"], capture_output=True, text=True, timeout=5, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return (setpriv, "--pdeathsig", "TERM", "--") if "--pdeathsig" in usage else None
+
+
+def _check_executable(command: str, env: Mapping[str, str], cwd: str | None) -> None:
+    """Raise what exec would for `command`, before a launcher hides it behind its own exit."""
+    if os.sep in command:
+        path = command if cwd is None else os.path.join(cwd, command)
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
+        if os.path.isdir(path) or not os.access(path, os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), command)
+    elif shutil.which(command, path=env.get("PATH", os.defpath)) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), command)
 
 
 @attrs.define(eq=False)
@@ -81,26 +125,46 @@ class ChildProcess:
             os.killpg(self.popen.pid, sig)
 
 
-def spawn(argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None) -> ChildProcess:
+def spawn(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None = None,
+    launcher: tuple[str, ...] | None = None,
+) -> ChildProcess:
     """Start `argv` in a new session (its own process group) with piped stdio.
 
-    Synchronous on purpose (see the module docstring); a fork and exec take a few ms.
-    Raises OSError (e.g. FileNotFoundError) when the command cannot be started.
+    Synchronous on purpose (see the module docstring). `launcher` is the argv prefix that
+    arms the parent-death signal (default: `pdeathsig_launcher()`); `()` arms it with a
+    preexec hook instead. Raises OSError (e.g. FileNotFoundError) when the command
+    cannot be started.
     """
-    parent, prctl = os.getpid(), _prctl()
+    if launcher is None:
+        launcher = pdeathsig_launcher() or ()
+    preexec: Callable[[], None] | None = None
+    if launcher:
+        _check_executable(argv[0], env, cwd)
+        command = [*launcher, *argv]
+    else:
+        parent, prctl = os.getpid(), _prctl()
+        command = list(argv)
+
+        def preexec() -> None:
+            _parent_death_hook(parent, prctl)
+
     stdin_r, stdin_w = os.pipe()
     stdout_r, stdout_w = os.pipe()
     stderr_r, stderr_w = os.pipe()
     try:
         popen = subprocess.Popen(
-            list(argv),
+            command,
             stdin=stdin_r,
             stdout=stdout_w,
             stderr=stderr_w,
             env=dict(env),
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=lambda: _parent_death_hook(parent, prctl),
+            preexec_fn=preexec,
             close_fds=True,
         )
     except BaseException:

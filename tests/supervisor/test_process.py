@@ -7,13 +7,17 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import trio
 
 from assern.supervisor.process import (
     PidRegistry,
     group_members,
+    pdeathsig_launcher,
     process_start_time,
     spawn,
     stop_process,
@@ -65,6 +69,91 @@ async def test_a_child_that_ignores_sigterm_is_killed_with_its_group() -> None:
     with trio.fail_after(5):
         while alive(grandchild):  # noqa: ASYNC110 - waiting for the kernel to reap
             await trio.sleep(0.02)
+
+
+#: both ways of arming the parent-death signal: util-linux's setpriv (vfork), a preexec hook (fork)
+LAUNCHERS = [
+    pytest.param(
+        None,
+        id="setpriv",
+        marks=pytest.mark.skipif(pdeathsig_launcher() is None, reason="no setpriv --pdeathsig here"),
+    ),
+    pytest.param((), id="preexec"),
+]
+
+PARENT = """
+import sys
+from assern.supervisor.process import spawn
+launcher = None if sys.argv[1] == "default" else ()
+child = spawn(["sleep", "60"], env={"PATH": sys.argv[2]}, launcher=launcher)
+print(child.pid, flush=True)
+sys.stdin.read()  # until the test kills us
+"""
+
+
+def wait_until(condition: Callable[[], bool], limit: float = 5.0) -> None:
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, f"still not so after {limit} s"
+        time.sleep(0.02)
+
+
+def cmdline(pid: int) -> list[bytes]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:-1]
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_child_that_never_reads_stdin_dies_with_a_killed_parent(launcher: tuple[str, ...] | None) -> None:
+    """`sleep` ignores stdin EOF: only the parent-death signal ends it when the parent dies."""
+    which = "default" if launcher is None else "preexec"
+    with subprocess.Popen(
+        [sys.executable, "-c", PARENT, which, ENV["PATH"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    ) as parent:
+        try:
+            assert parent.stdout is not None
+            child = int(parent.stdout.readline())
+            # the command itself runs (a launcher has exec'd it), with its argv unchanged
+            wait_until(lambda: cmdline(child) == [b"sleep", b"60"])
+        finally:
+            parent.kill()
+    wait_until(lambda: not alive(child))
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+def test_a_command_that_cannot_run_is_an_error_at_spawn(
+    launcher: tuple[str, ...] | None, tmp_path: Path
+) -> None:
+    with pytest.raises(FileNotFoundError):
+        spawn(["no-such-command-anywhere"], env=ENV, launcher=launcher)
+    with pytest.raises(FileNotFoundError):
+        spawn([str(tmp_path / "missing")], env=ENV, launcher=launcher)
+    script = tmp_path / "not-executable"
+    script.write_text("#!/bin/sh\n")
+    with pytest.raises(PermissionError):
+        spawn([str(script)], env=ENV, launcher=launcher)
+
+
+@pytest.mark.parametrize("launcher", LAUNCHERS)
+async def test_the_command_gets_its_argv_and_pipes_whichever_way_it_starts(
+    launcher: tuple[str, ...] | None,
+) -> None:
+    child = spawn(
+        [sys.executable, "-c", "import sys; print(sys.argv[1:], sys.stdin.read())", "a b", "c"],
+        env=ENV,
+        launcher=launcher,
+    )
+    with trio.fail_after(10):
+        await child.stdin.send_all(b"in")
+        await child.stdin.aclose()
+        out = b""
+        while chunk := await child.stdout.receive_some(100):
+            out += chunk
+        assert await stop_process(child, grace=5, term_timeout=5) == 0
+    assert out == b"['a b', 'c'] in\n"
 
 
 def test_the_sweep_kills_groups_of_a_dead_owner_only(tmp_path: Path) -> None:
