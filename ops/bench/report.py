@@ -325,6 +325,17 @@ def targets(run: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
     if rss:
         out.append(("aggregator RSS ≤ 60 MB", f"max {max(rss):.1f} MB", max(rss) <= 60))
     for s in scenarios:
+        compared, behind = behind_peers(s)
+        if compared:
+            out.append(
+                (
+                    f"better than every peer on every line, {s['label']}",
+                    f"{compared - len(behind)} of {compared} comparisons"
+                    + (f"; behind on {'; '.join(behind)}" if behind else ""),
+                    not behind,
+                )
+            )
+    for s in scenarios:
         crash = _safe(lambda s=s: dig(_assern(s), "crash"))
         if crash is None:
             continue
@@ -339,6 +350,79 @@ def targets(run: Mapping[str, Any]) -> list[tuple[str, str, bool | None]]:
             )
         )
     return out
+
+
+#: The figures where one aggregator can be better than another: (label, path, direction).
+#: "lower" and "higher" must be strictly better; "lower-or-equal" is for counts whose best
+#: is a floor both can reach (one failed call, the in-flight one; no process left).
+COMPARED: Sequence[tuple[str, tuple[str, ...], str]] = (
+    ("initialize", ("initialize_s",), "lower"),
+    ("all visible", ("all_visible_s",), "lower"),
+    ("CPU until visible", ("cpu_until_visible_s",), "lower"),
+    ("tools/list median", ("list", "median_ms"), "lower"),
+    ("tools/list p99", ("list", "p99_ms"), "lower"),
+    ("tools/list first byte", ("list_first_byte", "median_ms"), "lower"),
+    ("tools/list bytes", ("list_bytes",), "lower"),
+    ("tools/list client parse", ("list_client_parse", "median_ms"), "lower"),
+    ("call median", ("call", "through", "median_ms"), "lower"),
+    ("call p99", ("call", "through", "p99_ms"), "lower"),
+    ("call ratio median", ("call", "ratio_median"), "lower"),
+    ("call ratio p99", ("call", "ratio_p99"), "lower"),
+    ("call overhead median", ("call", "overhead_median_us"), "lower"),
+    ("call overhead p99", ("call", "overhead_p99_us"), "lower"),
+    ("CPU per call, sequential", ("call", "aggregator_cpu_per_call_us"), "lower"),
+    ("throughput", ("throughput", "through", "calls_per_s"), "higher"),
+    ("throughput ratio", ("throughput", "ratio"), "higher"),
+    ("CPU per call, 32 in flight", ("throughput", "aggregator_cpu_per_call_us"), "lower"),
+    ("RSS aggregator", ("rss", "aggregator_peak_mb"), "lower"),
+    ("RSS whole tree", ("rss", "tree_peak_mb"), "lower"),
+    ("crash failed calls", ("crash", "failed_calls"), "lower-or-equal"),
+    ("crash answers again after", ("crash", "recovered_s"), "lower"),
+    ("crash other backend failed", ("crash", "other_backend_calls", "failed"), "lower-or-equal"),
+    ("processes left", ("leftover_processes",), "lower-or-equal"),
+)
+
+PEERS = ("fastmcp", "magg")
+
+
+def _comparable(result: Mapping[str, Any], path: tuple[str, ...]) -> float | None:
+    """The figure as a number to compare; a crash never recovered is infinitely late."""
+    try:
+        value = dig(result, *path)
+    except Missing:
+        return None
+    if value is None and path == ("crash", "recovered_s"):
+        return math.inf
+    if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def behind_peers(scenario: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """assern against every peer on every compared line of one size.
+
+    Returns the number of (line, peer) pairs compared and, for each where assern is not
+    better, "LINE: assern A vs PEER P".
+    """
+    results = scenario["results"]
+    mine = results.get("assern")
+    compared, behind = 0, []
+    if not isinstance(mine, Mapping):
+        return compared, behind
+    for label, path, direction in COMPARED:
+        a = _comparable(mine, path)
+        if a is None:
+            continue
+        for peer in PEERS:
+            theirs = results.get(peer)
+            p = _comparable(theirs, path) if isinstance(theirs, Mapping) else None
+            if p is None:
+                continue
+            compared += 1
+            better = {"lower": a < p, "higher": a > p, "lower-or-equal": a <= p}[direction]
+            if not better:
+                behind.append(f"{label}: assern {a:.4g} vs {peer} {p:.4g}")
+    return compared, behind
 
 
 def render(run: Mapping[str, Any]) -> str:
