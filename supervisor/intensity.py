@@ -3,9 +3,13 @@
 Nothing here reads a clock or draws a random number: callers pass `trio.current_time()`
 values and a `u` drawn from their own `random.Random`, so tests can state exact times.
 
+The first restart within the window is immediate, as in OTP (a child that ran
+fine and then crashed once is back as fast as it can start); the backoff holds off
+only a child that fails again within `restart_window`.
+
 Worked example (`max_restarts=3`, `restart_window=60`, `backoff_initial=1`,
 `backoff_max=8`, no jitter): a child that crashes as soon as it starts is started at
-t = 0, 1, 3 and 7, and is marked failed at t = 7, since its fourth crash finds three
+t = 0, 0, 1 and 3, and is marked failed at t = 3, since its fourth crash finds three
 restarts in the window.
 """
 
@@ -86,9 +90,10 @@ class RestartLedger:
 def backoff_delay(n: int, policy: RestartPolicy, u: float = 0.0) -> float:
     """The wait before the `n`-th restart in the window (`n` is the ledger length).
 
-    `min(backoff_max, backoff_initial * 2 ** (n - 1)) * (1 + jitter * u)`. Using the
+    0 for the first restart in the window; after that
+    `min(backoff_max, backoff_initial * 2 ** (n - 2)) * (1 + jitter * u)`. Using the
     ledger length means old failures age out of the window and the backoff shrinks
-    by itself.
+    by itself, back to an immediate restart once the window holds no other.
 
     Args:
         n: 1 for the first restart in the window, 2 for the second, and so on.
@@ -105,19 +110,21 @@ def backoff_delay(n: int, policy: RestartPolicy, u: float = 0.0) -> float:
         raise ValueError("n counts restarts from 1")
     if not 0.0 <= u < 1.0:
         raise ValueError("u must be in [0, 1)")
+    if n == 1:
+        return 0.0
     # Float arithmetic saturates to inf instead of raising for huge n; cap the exponent
     # below float's range so `2.0 ** ...` itself cannot overflow.
-    growth = 2.0 ** min(n - 1, 1000)
+    growth = 2.0 ** min(n - 2, 1000)
     base = min(policy.backoff_max, policy.backoff_initial * growth)
     return base * (1.0 + policy.jitter * u)
 
 
 def backoff_total(policy: RestartPolicy) -> float:
     """The least time `max_restarts` back-to-back restarts take (delays without jitter)."""
-    if policy.backoff_initial == 0 or policy.max_restarts == 0:
+    if policy.backoff_initial == 0 or policy.max_restarts < 2:
         return 0.0
     total = 0.0
-    for n in range(1, policy.max_restarts + 1):
+    for n in range(2, policy.max_restarts + 1):
         delay = backoff_delay(n, policy)
         if delay >= policy.backoff_max:
             # Capped from here on: the rest of the sum is a product.
@@ -135,22 +142,3 @@ def backoff_exceeds_window(policy: RestartPolicy) -> bool:
     "sustained rate" concern). Config loading warns about it.
     """
     return backoff_total(policy) > policy.restart_window
-
-
-def backoff_warning(policy: RestartPolicy, name: str | None = None) -> str | None:
-    """A sentence for the config-load warning, or None when the policy can exhaust.
-
-    Args:
-        policy: the restart policy to check.
-        name: the child (server) the policy belongs to, to start the sentence with.
-    """
-    if not backoff_exceeds_window(policy):
-        return None
-    subject = f"{name}: " if name else ""
-    return (
-        f"{subject}the backoff before {policy.max_restarts} restarts adds up to "
-        f"{backoff_total(policy):g}s, longer than restart_window ({policy.restart_window:g}s), "
-        f"so max_restarts is never reached and a server that keeps crashing is restarted "
-        f"forever (about every {policy.backoff_max:g}s) instead of being marked failed; "
-        f"raise restart_window or lower backoff_max or max_restarts"
-    )

@@ -31,7 +31,11 @@ class ChildKind(enum.Enum):
 
 @attrs.frozen(kw_only=True)
 class RestartPolicy:
-    """How one child is restarted: OTP's intensity per child, plus exponential backoff."""
+    """How one child is restarted: OTP's intensity per child, plus exponential backoff.
+
+    The first restart within `restart_window` is immediate; each further one waits
+    `backoff_initial`, doubled per restart up to `backoff_max` (supervisor/intensity.py).
+    """
 
     restart: Restart = Restart.PERMANENT
     max_restarts: int = attrs.field(default=5, validator=attrs.validators.ge(0))

@@ -52,7 +52,7 @@ from assern.actors.config.layers import (
     read_local,
 )
 from assern.actors.config.model import ProjectConfig, ServerConfig, SettingsConfig
-from assern.actors.config.policy import intensity_unreachable, least_restart_span
+from assern.actors.config.policy import intensity_unreachable
 from assern.actors.config.project import (
     LOCAL_DIR,
     detect_project,
@@ -69,6 +69,7 @@ from assern.actors.config.spec import (
     Settings,
 )
 from assern.actors.config.yaml_layout import yaml_available
+from assern.supervisor.intensity import backoff_total
 from assern.supervisor.spec import Restart, RestartPolicy
 
 #: The global config file in `$ASSERN_HOME`.
@@ -548,7 +549,7 @@ def _policy_warnings(spec: ServerSpec) -> list[str]:
         warnings.append(
             f"server {spec.name!r}: with backoff from {policy.backoff_initial:g}s to "
             f"{policy.backoff_max:g}s, {policy.max_restarts} restarts take at least "
-            f"{least_restart_span(policy):g}s, longer than restart_window "
+            f"{backoff_total(policy):g}s, longer than restart_window "
             f"({policy.restart_window:g}s); the restart limit can never be reached, so a "
             "crashing server is restarted forever"
         )

@@ -48,11 +48,11 @@ async def test_start_child_with_crashing_child_neither_hangs_nor_raises(
             assert trio.current_time() == 0.0
             status = sup.status()["x"]
             assert status.state is ChildState.RESTARTING
-            assert status.next_restart_at == 1.0
+            assert status.next_restart_at == 0.0  # the first restart is immediate
             assert status.last_exit == "crashed: RuntimeError('boom')"
             await trio.sleep(10)
             assert sup.status()["x"].state is ChildState.FAILED
-    assert rec.times("x") == [0.0, 1.0, 3.0]
+    assert rec.times("x") == [0.0, 0.0, 1.0]
 
 
 async def test_start_child_rejects_duplicate_id(
@@ -136,14 +136,14 @@ async def test_restart_child_from_failed_resets_its_ledger(
             await sup.start_child(ChildSpec(id="x", start=rec.crashing("x", after=0.5), policy=POLICY))
             await trio.sleep(20)
             assert sup.status()["x"].state is ChildState.FAILED
-            assert rec.times("x") == [0.0, 1.5, 4.0]  # crashes at .5, 2, 4.5
+            assert rec.times("x") == [0.0, 0.5, 2.0]  # crashes at .5, 1, 2.5
             await sup.restart_child("x")
             assert sup.status()["x"].state is ChildState.RUNNING
             assert sup.status()["x"].restarts == 3
             await trio.sleep(20)
             assert sup.status()["x"].state is ChildState.FAILED
-    # the full max_restarts=2 again: 20, then 20.5 + 1, then 22 + 2
-    assert rec.times("x") == [0.0, 1.5, 4.0, 20.0, 21.5, 24.0]
+    # the full max_restarts=2 again, backoff from the start: 20, then 20.5 at once, then 21 + 1
+    assert rec.times("x") == [0.0, 0.5, 2.0, 20.0, 20.5, 22.0]
 
 
 async def test_restart_child_of_running_child(autojump_clock: trio.testing.MockClock, rec: Recorder) -> None:
@@ -166,15 +166,17 @@ async def test_restart_child_replaces_a_pending_restart(
     slow = RestartPolicy(backoff_initial=30.0, backoff_max=30.0, jitter=0.0)
     with trio.fail_after(100):
         async with open_supervisor(BACKENDS) as sup:
+            # Crashes twice: the first restart is immediate, the second one waits 30s.
             await sup.start_child(
-                ChildSpec(id="x", start=rec.crashing("x", before_started=True, times=1), policy=slow)
+                ChildSpec(id="x", start=rec.crashing("x", before_started=True, times=2), policy=slow)
             )
-            assert sup.status()["x"].next_restart_at == 30.0
             await trio.sleep(2)
+            status = sup.status()["x"]
+            assert (status.state, status.next_restart_at) == (ChildState.RESTARTING, 30.0)
             await sup.restart_child("x")
             await trio.sleep(60)
             assert sup.status()["x"].state is ChildState.RUNNING
-    assert rec.times("x") == [0.0, 2.0]
+    assert rec.times("x") == [0.0, 0.0, 2.0]
 
 
 async def test_mailbox_made_outside_the_child_survives_restarts(
@@ -196,13 +198,21 @@ async def test_mailbox_made_outside_the_child_survives_restarts(
     with trio.fail_after(100):
         async with open_supervisor(BACKENDS, [ChildSpec(id="m", start=actor, policy=POLICY)]) as sup:
             await send.send("hello")
+            # Two crashes: the first restart is immediate, the second waits 1s.
+            await send.send("crash")
             await send.send("crash")
             await send.send("after")  # queued while the actor is down
             await trio.sleep(5)
             await send.send("later")
             await trio.sleep(1)
-            assert sup.status()["m"].restarts == 1
-    assert seen == [(0.0, 1, "hello"), (0.0, 1, "crash"), (1.0, 2, "after"), (5.0, 2, "later")]
+            assert sup.status()["m"].restarts == 2
+    assert seen == [
+        (0.0, 1, "hello"),
+        (0.0, 1, "crash"),
+        (0.0, 2, "crash"),
+        (1.0, 3, "after"),
+        (5.0, 3, "later"),
+    ]
 
 
 async def test_methods_refuse_after_shutdown(autojump_clock: trio.testing.MockClock, rec: Recorder) -> None:
@@ -280,7 +290,8 @@ async def test_one_for_one_children_start_concurrently(
             assert trio.current_time() == 5.0
             assert sup.child_ids() == ("crashy", "quick")
     assert rec.times("quick", "ready") == [3.0]
-    assert rec.times("crashy") == [0.0, 2.0, 4.0]  # restarts not held up by "slow"
+    # crashes at 1 (restarted at once) and 2 (restarted after 1s): not held up by "slow"
+    assert rec.times("crashy") == [0.0, 1.0, 3.0]
     assert rec.times("slow", "ready") == []
     assert rec.times("slow", "stop") == [5.0]
 

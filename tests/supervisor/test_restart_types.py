@@ -34,7 +34,7 @@ def policy(
     restart_window: float = 60.0,
     jitter: float = 0.0,
 ) -> RestartPolicy:
-    """The worked example's policy: backoff 1, 2, 4, 8, 8, ... seconds."""
+    """The worked example's policy: the first restart is immediate, then backoff 1, 2, 4, 8, 8, ... s."""
     return RestartPolicy(
         restart=restart,
         max_restarts=max_restarts,
@@ -46,13 +46,13 @@ def policy(
 
 
 async def test_worked_example(autojump_clock: trio.testing.MockClock, rec: Recorder) -> None:
-    """max_restarts=3, window 60, backoff 1..8: starts at 0, 1, 3, 7; failed at 7."""
+    """max_restarts=3, window 60, backoff 1..8: starts at 0, 0, 1, 3; failed at 3."""
     spec = ChildSpec(id="w", start=rec.crashing("w"), policy=policy())
     with trio.fail_after(100):
         async with open_supervisor(PER_CHILD, [spec], on_change=rec.on_change) as sup:
             await trio.sleep(50)
             status = sup.status()["w"]
-    assert rec.times("w") == [0.0, 1.0, 3.0, 7.0]
+    assert rec.times("w") == [0.0, 0.0, 1.0, 3.0]
     assert status.state is ChildState.FAILED
     assert status.restarts == 3
     assert status.next_restart_at is None
@@ -61,12 +61,14 @@ async def test_worked_example(autojump_clock: trio.testing.MockClock, rec: Recor
     assert isinstance(status.last_error, RuntimeError)
     failed_at = [rec.changes.index(c) for c in rec.changes if c.state is ChildState.FAILED]
     assert len(failed_at) == 1
-    # The FAILED snapshot is published at the fourth crash, at t = 7 (no time passes).
-    assert rec.events[-2:] == [(7.0, "w", "crash"), (7.0, "w", "stop")]
+    # The FAILED snapshot is published at the fourth crash, at t = 3 (no time passes).
+    assert rec.events[-2:] == [(3.0, "w", "crash"), (3.0, "w", "stop")]
 
 
 async def test_on_change_sequence(autojump_clock: trio.testing.MockClock, rec: Recorder) -> None:
-    spec = ChildSpec(id="w", start=rec.crashing("w"), policy=policy(max_restarts=1))
+    # Crashes 0.5s after each start; two restarts, so the second one waits a real backoff:
+    # crash at 0.5, restart at once; crash at 1, restart at 2; crash at 2.5, failed.
+    spec = ChildSpec(id="w", start=rec.crashing("w", after=0.5), policy=policy(max_restarts=2))
     with trio.fail_after(100):
         async with open_supervisor(PER_CHILD, [spec], on_change=rec.on_change):
             await trio.sleep(50)
@@ -75,10 +77,13 @@ async def test_on_change_sequence(autojump_clock: trio.testing.MockClock, rec: R
     assert error_free == [
         ChildStatus(id="w", state=ChildState.STARTING, started_at=0.0),
         ChildStatus(id="w", state=ChildState.RUNNING, started_at=0.0),
-        ChildStatus(id="w", state=ChildState.RESTARTING, next_restart_at=1.0, last_exit=crash),
-        ChildStatus(id="w", state=ChildState.STARTING, restarts=1, started_at=1.0, last_exit=crash),
-        ChildStatus(id="w", state=ChildState.RUNNING, restarts=1, started_at=1.0, last_exit=crash),
-        ChildStatus(id="w", state=ChildState.FAILED, restarts=1, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.RESTARTING, next_restart_at=0.5, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.STARTING, restarts=1, started_at=0.5, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.RUNNING, restarts=1, started_at=0.5, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.RESTARTING, restarts=1, next_restart_at=2.0, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.STARTING, restarts=2, started_at=2.0, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.RUNNING, restarts=2, started_at=2.0, last_exit=crash),
+        ChildStatus(id="w", state=ChildState.FAILED, restarts=2, last_exit=crash),
     ]
     assert all(isinstance(c.last_error, RuntimeError) for c in rec.changes[2:])
 
@@ -108,10 +113,12 @@ async def test_window_slides_so_slow_crashes_never_fail(
     )
     with trio.fail_after(200):
         async with open_supervisor(PER_CHILD, [spec]) as sup:
-            await trio.sleep(100)
+            # mid-incarnation, not at a crash (t = 100 would tie with the tenth crash)
+            await trio.sleep(95)
             assert sup.status()["w"].state is ChildState.RUNNING
-    # backoff is always the first one (1s): starts every 11s
-    assert rec.times("w") == [0.0, 11.0, 22.0, 33.0, 44.0, 55.0, 66.0, 77.0, 88.0, 99.0]
+    # every restart is the first in its window, so immediate: starts every 10s (with a
+    # window that did not slide, the second crash would find max_restarts=1 used up)
+    assert rec.times("w") == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0]
 
 
 async def test_permanent_restarts_after_normal_exit(
@@ -122,8 +129,8 @@ async def test_permanent_restarts_after_normal_exit(
         async with open_supervisor(PER_CHILD, [spec]) as sup:
             await trio.sleep(50)
             status = sup.status()["p"]
-    # runs 2s, backoff 1 then 2: starts at 0, 3, 7; third exit at 9 exhausts
-    assert rec.times("p") == [0.0, 3.0, 7.0]
+    # runs 2s, restarted at once, then after a 1s backoff: starts at 0, 2, 5; third exit at 7 exhausts
+    assert rec.times("p") == [0.0, 2.0, 5.0]
     assert status.state is ChildState.FAILED
     assert status.last_exit == "exited normally"
 
@@ -151,7 +158,8 @@ async def test_transient_restarts_after_crash(autojump_clock: trio.testing.MockC
         async with open_supervisor(PER_CHILD, [spec]) as sup:
             await trio.sleep(50)
             status = sup.status()["t"]
-    assert rec.times("t") == [0.0, 1.0, 3.0]
+    # crashes at 0 (restarted at once) and at 0 again (restarted after 1s)
+    assert rec.times("t") == [0.0, 0.0, 1.0]
     assert status.state is ChildState.RUNNING
     assert status.restarts == 2
 
@@ -181,11 +189,11 @@ async def test_failed_child_without_escalation_leaves_siblings_running(
             await trio.sleep(500)
             states = {cid: s.state for cid, s in sup.status().items()}
     assert states == {"a": ChildState.RUNNING, "bad": ChildState.FAILED, "c": ChildState.RUNNING}
-    # bad crashes at 0.5 and restarts at 1.5, taking its strategy's siblings along;
-    # it crashes again at 2.0 and fails, which takes nobody down.
-    assert rec.times("bad") == [0.0, 1.5]
-    assert rec.times("a") == ([0.0, 1.5] if strategy is Strategy.ONE_FOR_ALL else [0.0])
-    assert rec.times("c") == ([0.0] if strategy is Strategy.ONE_FOR_ONE else [0.0, 1.5])
+    # bad crashes at 0.5 and restarts at once, taking its strategy's siblings along;
+    # it crashes again at 1.0 and fails, which takes nobody down.
+    assert rec.times("bad") == [0.0, 0.5]
+    assert rec.times("a") == ([0.0, 0.5] if strategy is Strategy.ONE_FOR_ALL else [0.0])
+    assert rec.times("c") == ([0.0] if strategy is Strategy.ONE_FOR_ONE else [0.0, 0.5])
     expected_stops = {
         Strategy.ONE_FOR_ONE: ["bad", "bad", "c", "a"],
         Strategy.ONE_FOR_ALL: ["bad", "c", "a", "bad", "c", "a"],
@@ -219,9 +227,9 @@ async def test_escalation_stops_everything_and_names_the_child(
     message = r"^child 'core' exceeded 2 restarts within 60s and escalates"
     with trio.fail_after(100), pytest.raises(ChildExhausted, match=message) as info:
         await supervise()
-    # crashes at 1; restart at 2, crash 3; restart at 5, crash 6: exhausted at t = 6
-    assert rec.times("core") == [0.0, 2.0, 5.0]
-    assert trio.current_time() == 6.0
+    # crashes at 1, restart at once; crash at 2, restart at 3; crash at 4: exhausted at t = 4
+    assert rec.times("core") == [0.0, 1.0, 3.0]
+    assert trio.current_time() == 4.0
     assert body_cancelled
     assert info.value.child_id == "core"
     assert isinstance(info.value.__cause__, RuntimeError)
@@ -239,9 +247,9 @@ async def test_supervisor_wide_intensity(autojump_clock: trio.testing.MockClock,
         with pytest.raises(SupervisorExhausted, match=r"^more than 2 restarts within 10s") as info:
             async with open_supervisor(sup_spec, specs):
                 await trio.sleep_forever()
-    # x crashes at 0 (restart at 1), at 1 (restart at 3), at 3: third restart in 10s
-    assert rec.times("x") == [0.0, 1.0, 3.0]
-    assert trio.current_time() == 3.0
+    # x crashes at 0 (restart at once), at 0 (restart at 1), at 1: third restart in 10s
+    assert rec.times("x") == [0.0, 0.0, 1.0]
+    assert trio.current_time() == 1.0
     assert info.value.child_id == "x"
     assert rec.order("stop")[-2:] == ["y", "a"]
 
@@ -255,23 +263,26 @@ async def test_supervisor_wide_intensity_allows_spread_out_restarts(
     )
     with trio.fail_after(100):
         async with open_supervisor(sup_spec, [spec]) as sup:
-            await trio.sleep(50)
+            # mid-incarnation, not at a crash (t = 50 would tie with the fifth crash)
+            await trio.sleep(45)
             assert sup.status()["x"].state is ChildState.RUNNING
-    assert rec.times("x") == [0.0, 11.0, 22.0, 33.0, 44.0]
+    # crashes every 10s, each restart immediate: never two restarts within 5s
+    assert rec.times("x") == [0.0, 10.0, 20.0, 30.0, 40.0]
 
 
 async def test_jitter_comes_from_the_injected_random(
     autojump_clock: trio.testing.MockClock, rec: Recorder
 ) -> None:
-    spec = ChildSpec(id="j", start=rec.crashing("j", times=2), policy=policy(jitter=0.5))
+    spec = ChildSpec(id="j", start=rec.crashing("j", times=3), policy=policy(jitter=0.5))
     with trio.fail_after(100):
         async with open_supervisor(PER_CHILD, [spec], rng=random.Random(0)):
             await trio.sleep(50)
     draws = random.Random(0)
+    draws.random()  # drawn for the first restart too, which is immediate (no jitter)
     first = 1.0 * (1 + 0.5 * draws.random())
     second = first + 2.0 * (1 + 0.5 * draws.random())
-    assert rec.times("j") == [0.0, first, second]
-    assert rec.times("j") == [0.0, 1.4222109257625241, 4.180165328702826]
+    assert rec.times("j") == [0.0, 0.0, first, second]
+    assert rec.times("j") == [0.0, 0.0, 1.3789772014701511, 3.799548782300996]
 
 
 async def test_escalation_while_starting_up(autojump_clock: trio.testing.MockClock, rec: Recorder) -> None:
