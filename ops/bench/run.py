@@ -215,7 +215,8 @@ async def direct_list(scenario: Scenario, plan: Plan, workdir: Path) -> dict[str
         for _ in range(plan.warmup // 10 or 1):
             await list_names()
         server.list_first_bytes.clear()
-        figures = await measure.list_latency(list_names, plan.lists, plan.list_budget)
+        with measure.gc_held():
+            figures = await measure.list_latency(list_names, plan.lists, plan.list_budget)
         if server.list_first_bytes:
             figures["first_byte"] = measure.summary_ms(server.list_first_bytes)
         return figures
@@ -258,9 +259,11 @@ def backend_killer(root: int, name: str) -> Callable[[], bool]:
 
 
 async def step(out: dict[str, Any], key: str, work: Callable[[], Awaitable[Any]]) -> None:
-    """Run one measurement; its failure is recorded and the others still run."""
+    """Run one measurement, with the harness's GC held off; its failure is recorded and
+    the others still run."""
     try:
-        out[key] = await work()
+        with measure.gc_held():
+            out[key] = await work()
     except Exception as exc:
         out[key] = {"error": short_error(exc)}
 
