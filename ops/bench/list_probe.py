@@ -11,8 +11,11 @@ backends of T tools against the same aggregator with one backend of K×T tools, 
 same run. An answer served from the catalog snapshot takes as long for both; one that
 asked each backend would grow with K. (Across the scenarios the list itself grows with
 K, and the time to copy a longer line into the pipe grows with it whoever serves it.)
+Both aggregators run at once and are timed in alternating blocks of lists, once the
+machine's CPUs are idle, so that both see the same noise: timed one after the other, the
+first was timed while its K backends' start-up was still winding down.
 
-Stdlib only and blocking: run it in a thread.
+Blocking: run it in a thread.
 """
 
 from __future__ import annotations
@@ -27,12 +30,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import attrs
 from measure import summary_ms
+from procs import cpu_times
 
 #: how long the aggregator gets to list every backend's tools
 VISIBLE_LIMIT = 60.0
 #: how long one answer may take before the probe gives up
 ANSWER_LIMIT = 10.0
+#: lists per block: the aggregators are timed in alternating blocks of this many
+BLOCK = 20
+#: at most this long for the CPUs to be idle before the timed lists
+QUIET_LIMIT = 5.0
 
 
 class ProbeFailed(Exception):
@@ -101,45 +110,98 @@ def _serving(argv: Sequence[str], env: Mapping[str, str], stderr: Path) -> Itera
         process.stdout.close()
 
 
-def probe(
-    argv: Sequence[str], env: Mapping[str, str], stderr: Path, tools: int, lists: int
-) -> dict[str, Any]:
-    """Start the aggregator, wait until it lists `tools` tools, then time `lists` lists."""
-    with _serving(argv, env, stderr) as wire:
-        wire.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "list-probe", "version": "1"},
-                },
-            }
-        )
-        wire.answer(0)
-        wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        deadline = time.monotonic() + VISIBLE_LIMIT
-        while True:
-            wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-            # The first list waits for the backends still starting: it gets their limit.
-            listed = len(wire.answer(1, VISIBLE_LIMIT).get("result", {}).get("tools", []))
-            if listed >= tools:
-                break
-            if time.monotonic() > deadline:
-                raise ProbeFailed(f"only {listed} of {tools} tools listed after {VISIBLE_LIMIT:g} s")
-            time.sleep(0.1)
-        first: list[float] = []
-        whole: list[float] = []
-        size = 0
-        for request_id in range(2, lists + 2):
+def _until_listed(wire: _Lines, tools: int) -> None:
+    """initialize, then list until `tools` tools are there (the backends have started)."""
+    wire.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "list-probe", "version": "1"},
+            },
+        }
+    )
+    wire.answer(0)
+    wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    deadline = time.monotonic() + VISIBLE_LIMIT
+    while True:
+        wire.send({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+        # The first list waits for the backends still starting: it gets their limit.
+        listed = len(wire.answer(1, VISIBLE_LIMIT).get("result", {}).get("tools", []))
+        if listed >= tools:
+            return
+        if time.monotonic() > deadline:
+            raise ProbeFailed(f"only {listed} of {tools} tools listed after {VISIBLE_LIMIT:g} s")
+        time.sleep(0.1)
+
+
+def _wait_quiet(limit: float, idle_share: float = 0.9, window: float = 0.25) -> None:
+    """Block until the CPUs were at least `idle_share` idle over one `window` (at most `limit` s)."""
+    deadline = time.monotonic() + limit
+    before = cpu_times()
+    while before is not None and time.monotonic() < deadline:
+        time.sleep(window)
+        after = cpu_times()
+        if after is None:
+            return
+        idle, total = after[0] - before[0], after[1] - before[1]
+        if total > 0 and idle / total >= idle_share:
+            return
+        before = after
+
+
+class _Timings:
+    def __init__(self) -> None:
+        self.first: list[float] = []
+        self.whole: list[float] = []
+        self.size = 0
+        self.next_id = 2
+
+    def time_lists(self, wire: _Lines, count: int) -> None:
+        for _ in range(count):
+            request_id, self.next_id = self.next_id, self.next_id + 1
             request = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}).encode()
             started = time.perf_counter()
             wire.stdin.write(request + b"\n")
             wire.stdin.flush()
             wire.wait_readable()
-            first.append(time.perf_counter() - started)
-            size = len(wire.line())
-            whole.append(time.perf_counter() - started)
-        return {"first_byte": summary_ms(first), "whole_line": summary_ms(whole), "bytes": size}
+            self.first.append(time.perf_counter() - started)
+            self.size = len(wire.line())
+            self.whole.append(time.perf_counter() - started)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "first_byte": summary_ms(self.first),
+            "whole_line": summary_ms(self.whole),
+            "bytes": self.size,
+        }
+
+
+@attrs.frozen
+class Shape:
+    """One aggregator to probe: how to start it, where its stderr goes."""
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    stderr: Path
+
+
+def probe(shapes: Mapping[str, Shape], tools: int, lists: int, block: int = BLOCK) -> dict[str, Any]:
+    """Start every shape's aggregator, wait until each lists `tools` tools and the CPUs are
+    idle, then time `lists` lists of each, in alternating blocks of `block`."""
+    with contextlib.ExitStack() as stack:
+        wires = {key: stack.enter_context(_serving(s.argv, s.env, s.stderr)) for key, s in shapes.items()}
+        for wire in wires.values():
+            _until_listed(wire, tools)
+        _wait_quiet(QUIET_LIMIT)
+        timings = {key: _Timings() for key in wires}
+        done = 0
+        while done < lists:
+            count = min(block, lists - done)
+            for key, wire in wires.items():
+                timings[key].time_lists(wire, count)
+            done += count
+        return {key: timing.summary() for key, timing in timings.items()}

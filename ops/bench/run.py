@@ -506,21 +506,18 @@ async def run_list_probe(scenario: Scenario, plan: Plan, workdir: Path) -> dict[
     shapes = {"k": peers.bench_backends(scenario.backends, scenario.tools, prefix="p")}
     if scenario.backends > 1:
         shapes["one"] = peers.bench_backends(1, total, prefix="q")
-    out: dict[str, Any] = {}
+    probes: dict[str, list_probe.Shape] = {}
     for key, backends in shapes.items():
         folder = workdir / f"list-probe-{key}"
         folder.mkdir(parents=True, exist_ok=True)
         config = folder / "backends.json"
         config.write_text(json.dumps(peers.mcp_servers(backends), indent=2))
         launch = peers.ASSERN.launch(folder, config, backends)
-        probe = functools.partial(
-            list_probe.probe, launch.argv, launch.env, folder / "assern.stderr", total, plan.probe_lists
-        )
-        try:
-            out[key] = await trio.to_thread.run_sync(probe)
-        except Exception as exc:
-            out[key] = {"error": short_error(exc)}
-    return out
+        probes[key] = list_probe.Shape(launch.argv, launch.env, folder / "assern.stderr")
+    try:
+        return await trio.to_thread.run_sync(list_probe.probe, probes, total, plan.probe_lists)
+    except Exception as exc:
+        return {key: {"error": short_error(exc)} for key in probes}
 
 
 # --------------------------------------------------------------------- a run
