@@ -127,6 +127,20 @@ def rss_kb(pid: int) -> int:
     return _status_kb(pid, "VmRSS")
 
 
+def command_tail(pid: int, length: int = 60) -> str:
+    """The end of the process's command line (where a bench backend's name is), or ""."""
+    try:
+        return (
+            (PROC / str(pid) / "cmdline")
+            .read_bytes()
+            .replace(b"\0", b" ")
+            .decode(errors="replace")[-length:]
+            .strip()
+        )
+    except OSError:
+        return ""
+
+
 def peak_rss_kb(pid: int) -> int:
     """The kernel's high-water mark of the process's resident set (VmHWM)."""
     return _status_kb(pid, "VmHWM")
@@ -198,13 +212,15 @@ class TreeWatch:
     """Samples a process tree's resident memory and remembers every member it saw.
 
     `peak_tree_kb` is the largest sum of VmRSS over the root and its descendants at one
-    sampling instant (every `interval` s while `run` runs).
+    sampling instant (every `interval` s while `run` runs); `peak_members` says what
+    made it up: (pid, the command line's last 60 characters, VmRSS kB) per member.
     """
 
     def __init__(self, root: int, interval: float = 0.1) -> None:
         self.root = root
         self.interval = interval
         self.peak_tree_kb = 0
+        self.peak_members: list[tuple[int, str, int]] = []
         self.seen: dict[int, Ident] = {}
         self.sample()
 
@@ -213,7 +229,11 @@ class TreeWatch:
         for pid in members:
             if pid not in self.seen and (who := ident(pid)) is not None:
                 self.seen[pid] = who
-        self.peak_tree_kb = max(self.peak_tree_kb, sum(rss_kb(pid) for pid in members))
+        sizes = [(pid, rss_kb(pid)) for pid in members]
+        total = sum(kb for _, kb in sizes)
+        if total > self.peak_tree_kb:
+            self.peak_tree_kb = total
+            self.peak_members = [(pid, command_tail(pid), kb) for pid, kb in sizes]
 
     async def run(self) -> None:
         while True:

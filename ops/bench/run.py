@@ -362,6 +362,10 @@ async def serving(
     out["rss"] = {
         "aggregator_peak_mb": procs.peak_rss_kb(server.pid) / 1024,
         "tree_peak_mb": server.watch.peak_tree_kb / 1024,
+        "tree_peak_members": [
+            {"pid": pid, "command": command, "mb": kb / 1024}
+            for pid, command, kb in server.watch.peak_members
+        ],
         "tree_processes": len(procs.descendants(server.pid)) + 1,
     }
 
