@@ -159,3 +159,23 @@ def test_the_benchmark_smoke_run_works(tmp_path: Path) -> None:
     assert "call overhead, median (us)" in result.stdout
     assert scenario["order"] == ["assern"]
     assert 0 <= assern["quiet_wait_s"] <= 6  # at most QUIET_LIMIT (5 s) and one window
+
+
+def test_the_crash_trials_run_works(tmp_path: Path) -> None:
+    out = tmp_path / "crash.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "ops" / "bench" / "crash_trials.py"),
+            *("--only", "assern", "--trials", "1", "--backends", "1", "--json", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    [trial] = json.loads(out.read_text())["assern"]
+    assert trial["in_flight"].startswith("failed"), trial  # the kill took the in-flight call
+    assert trial["failed_calls"] == 1
+    assert 0 < trial["recovered_s"] < 5
+    assert "assern   answers again after median" in result.stdout
