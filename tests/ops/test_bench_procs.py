@@ -62,3 +62,37 @@ def test_a_gone_process_has_no_descendants() -> None:
     gone = subprocess.Popen(["true"])
     gone.wait()
     assert procs.descendants(gone.pid) == []
+
+
+FORKER = """
+import os, subprocess, sys, time
+ballast = b"x" * (30 * 1024 * 1024)  # resident: a forked copy would add it again
+child = subprocess.Popen(["sleep", "30"])  # exec'd: its own memory, counted
+copy = os.fork()  # not exec'd: the same pages, not counted again
+if copy == 0:
+    time.sleep(30)
+    os._exit(0)
+print(child.pid, copy, flush=True)
+time.sleep(30)
+"""
+
+
+def test_the_tree_sum_counts_a_fork_that_has_not_execd_once() -> None:
+    with subprocess.Popen([sys.executable, "-c", FORKER], stdout=subprocess.PIPE) as forker:
+        try:
+            assert forker.stdout is not None
+            sleeper, copy = (int(v) for v in forker.stdout.readline().split())
+            watch = procs.TreeWatch(forker.pid)
+            assert copy in procs.descendants(forker.pid)  # there, but left out of the sum
+            members = {pid: (command, kb) for pid, command, kb in watch.peak_members}
+            assert set(members) == {forker.pid, sleeper}
+            assert members[sleeper][0] == "sleep 30"
+            assert members[forker.pid][1] > 30 * 1024
+            assert watch.peak_tree_kb == sum(kb for _, kb in members.values())
+        finally:
+            for pid in procs.descendants(forker.pid):
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+            forker.kill()
