@@ -104,8 +104,11 @@ class SpawnedServer:
     async def _pump_out(self, process: trio.Process, sink: Any) -> None:
         assert process.stdout is not None
         buffer = bytearray()
+        # The client may close its end first, with a notification still on its way (an
+        # aggregator's list_changed as the client leaves): that ends the pump, quietly.
+        quiet = (trio.ClosedResourceError, trio.BrokenResourceError, OSError)
         async with sink:
-            with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
+            with contextlib.suppress(*quiet, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 while chunk := await process.stdout.receive_some(1 << 16):
                     if self._list_sent_at is not None:
                         self.list_first_bytes.append(time.perf_counter() - self._list_sent_at)
