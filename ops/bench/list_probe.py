@@ -32,7 +32,7 @@ from typing import IO, Any
 
 import attrs
 from measure import summary_ms
-from procs import cpu_times
+from procs import wait_quiet_blocking
 
 #: how long the aggregator gets to list every backend's tools
 VISIBLE_LIMIT = 60.0
@@ -138,21 +138,6 @@ def _until_listed(wire: _Lines, tools: int) -> None:
         time.sleep(0.1)
 
 
-def _wait_quiet(limit: float, idle_share: float = 0.9, window: float = 0.25) -> None:
-    """Block until the CPUs were at least `idle_share` idle over one `window` (at most `limit` s)."""
-    deadline = time.monotonic() + limit
-    before = cpu_times()
-    while before is not None and time.monotonic() < deadline:
-        time.sleep(window)
-        after = cpu_times()
-        if after is None:
-            return
-        idle, total = after[0] - before[0], after[1] - before[1]
-        if total > 0 and idle / total >= idle_share:
-            return
-        before = after
-
-
 class _Timings:
     def __init__(self) -> None:
         self.first: list[float] = []
@@ -196,7 +181,7 @@ def probe(shapes: Mapping[str, Shape], tools: int, lists: int, block: int = BLOC
         wires = {key: stack.enter_context(_serving(s.argv, s.env, s.stderr)) for key, s in shapes.items()}
         for wire in wires.values():
             _until_listed(wire, tools)
-        _wait_quiet(QUIET_LIMIT)
+        wait_quiet_blocking(QUIET_LIMIT)
         timings = {key: _Timings() for key in wires}
         done = 0
         while done < lists:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -182,16 +183,16 @@ def cpu_times() -> tuple[int, int] | None:
     return idle, sum(fields)
 
 
-async def wait_quiet(limit: float, idle_share: float = 0.9, window: float = 0.25) -> float:
-    """Wait until the machine's CPUs were at least `idle_share` idle over one `window`
+def wait_quiet_blocking(limit: float, idle_share: float = 0.9, window: float = 0.25) -> float:
+    """Block until the machine's CPUs were at least `idle_share` idle over one `window`
     (what the previous step left running has wound down), for at most `limit` s.
 
     Returns the seconds waited; without /proc/stat, returns at once.
     """
-    began = trio.current_time()
+    began = time.monotonic()
     before = cpu_times()
-    while before is not None and trio.current_time() - began < limit:
-        await trio.sleep(window)
+    while before is not None and time.monotonic() - began < limit:
+        time.sleep(window)
         after = cpu_times()
         if after is None:
             break
@@ -199,7 +200,12 @@ async def wait_quiet(limit: float, idle_share: float = 0.9, window: float = 0.25
         if total > 0 and idle / total >= idle_share:
             break
         before = after
-    return trio.current_time() - began
+    return time.monotonic() - began
+
+
+async def wait_quiet(limit: float, idle_share: float = 0.9, window: float = 0.25) -> float:
+    """`wait_quiet_blocking` in a worker thread, for the harness's trio tasks."""
+    return await trio.to_thread.run_sync(wait_quiet_blocking, limit, idle_share, window)
 
 
 class TreeWatch:

@@ -17,6 +17,16 @@ import procs
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 
+def kill_tree(root: subprocess.Popen[bytes]) -> None:
+    """SIGKILL `root` and every descendant it left."""
+    for pid in procs.descendants(root.pid):
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    root.kill()
+
+
 @pytest.fixture
 def tree() -> Iterator[subprocess.Popen[bytes]]:
     """A shell with two children, one of which has a child of its own."""
@@ -28,12 +38,7 @@ def tree() -> Iterator[subprocess.Popen[bytes]]:
         time.sleep(0.1)  # the inner shell starts its sleep
         yield shell
     finally:
-        for pid in procs.descendants(shell.pid):
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-        shell.kill()
+        kill_tree(shell)
         shell.wait()
 
 
@@ -90,9 +95,4 @@ def test_the_tree_sum_counts_a_fork_that_has_not_execd_once() -> None:
             assert members[forker.pid][1] > 30 * 1024
             assert watch.peak_tree_kb == sum(kb for _, kb in members.values())
         finally:
-            for pid in procs.descendants(forker.pid):
-                try:
-                    os.kill(pid, 9)
-                except OSError:
-                    pass
-            forker.kill()
+            kill_tree(forker)
