@@ -345,17 +345,9 @@ async def crash(call: Caller, backends: int, kill: Callable[[], bool], bound: fl
             killed = time.perf_counter()
         if not out["in_flight"].startswith("succeeded"):
             failed += 1
-        end = killed + bound
-        while (left := end - time.perf_counter()) > 0:
-            try:
-                with trio.fail_after(min(left, 5.0)):
-                    await call(victim, "echo", {"text": "back?"})
-                recovered = time.perf_counter() - killed
-                break
-            except Exception as exc:
-                failed += 1
-                last_error = short_error(exc) if not isinstance(exc, trio.TooSlowError) else "timed out"
-                await trio.sleep(min(0.1, max(0.0, end - time.perf_counter())))
+        answered, retries, last_error = await _until_answered(call, victim, killed + bound)
+        failed += retries
+        recovered = None if answered is None else answered - killed
         stop_others.set()
     out |= {
         "failed_calls": failed,
@@ -365,3 +357,46 @@ async def crash(call: Caller, backends: int, kill: Callable[[], bool], bound: fl
         "other_backend_calls": others if backends > 1 else None,
     }
     return out
+
+
+async def _until_answered(call: Caller, victim: int, end: float) -> tuple[float | None, int, str]:
+    """`echo` to `victim` every 100 ms until one succeeds or `end` (perf_counter) passes.
+
+    Returns (when the first success came back, or None; calls that failed; the last error).
+    """
+    failed, last_error = 0, ""
+    while (left := end - time.perf_counter()) > 0:
+        try:
+            with trio.fail_after(min(left, 5.0)):
+                await call(victim, "echo", {"text": "back?"})
+            return time.perf_counter(), failed, last_error
+        except Exception as exc:
+            failed += 1
+            last_error = short_error(exc) if not isinstance(exc, trio.TooSlowError) else "timed out"
+            await trio.sleep(min(0.1, max(0.0, end - time.perf_counter())))
+    return None, failed, last_error
+
+
+async def later_call(
+    call: Caller, backends: int, kill: Callable[[], bool], quiet: float, bound: float
+) -> dict[str, Any]:
+    """kill -9 the last backend with nothing in flight, let `quiet` s pass, then call it.
+
+    What a user meets who calls a tool a while after its server crashed: an aggregator
+    that restarts a backend as it dies answers as usual; one that re-spawns it on the
+    next call makes that call wait for the start-up (or fails it). Times the calls from
+    the first one's start to the first success, within `bound` s.
+    """
+    victim = backends - 1
+    if not kill():
+        return {"error": "the backend process to kill was not found"}
+    await trio.sleep(quiet)
+    started = time.perf_counter()
+    answered, failed, last_error = await _until_answered(call, victim, started + bound)
+    return {
+        "quiet_s": quiet,
+        "answered_ms": None if answered is None else (answered - started) * 1000,
+        "failed_calls": failed,
+        "last_error": last_error,
+        "bound_s": bound,
+    }

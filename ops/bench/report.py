@@ -66,6 +66,14 @@ def crash_others(result: Mapping[str, Any]) -> str:
     return f"{others['failed']}/{others['ok'] + others['failed']}"
 
 
+def later_call(result: Mapping[str, Any]) -> str:
+    later = dig(result, "later_call")
+    if later.get("answered_ms") is None:
+        return f"never ≤{later['bound_s']:g}s"
+    failed = later.get("failed_calls", 0)
+    return f"{later['answered_ms']:.1f}" + (f", {failed} failed" if failed else "")
+
+
 def sharing(key: str, digits: int = 3) -> Getter:
     def get(result: Mapping[str, Any]) -> str:
         share = dig(result, "sharing")
@@ -134,6 +142,7 @@ ROWS: Sequence[tuple[str, Getter, Getter | None]] = (
     ("crash: failed calls to it", fig("crash", "failed_calls", digits=0), None),
     ("crash: answers again after (s)", crash_recovery, None),
     ("crash: other backend, failed/all", crash_others, None),
+    ("crash: a call 2 s after a 2nd kill (ms)", later_call, None),
     ("processes left 2 s after stop", fig("leftover_processes", digits=0), None),
     ("sharing: 2nd serve initialize (s)", sharing("initialize_s"), None),
     ("sharing: 2nd serve tools/list (s)", sharing("tools_list_s"), None),
@@ -379,6 +388,8 @@ COMPARED: Sequence[tuple[str, tuple[str, ...], str]] = (
     ("crash failed calls", ("crash", "failed_calls"), "lower-or-equal"),
     ("crash answers again after", ("crash", "recovered_s"), "lower"),
     ("crash other backend failed", ("crash", "other_backend_calls", "failed"), "lower-or-equal"),
+    ("a call 2 s after a kill", ("later_call", "answered_ms"), "lower"),
+    ("a call 2 s after a kill, failed", ("later_call", "failed_calls"), "lower-or-equal"),
     ("processes left", ("leftover_processes",), "lower-or-equal"),
 )
 
@@ -391,7 +402,7 @@ def _comparable(result: Mapping[str, Any], path: tuple[str, ...]) -> float | Non
         value = dig(result, *path)
     except Missing:
         return None
-    if value is None and path == ("crash", "recovered_s"):
+    if value is None and path in (("crash", "recovered_s"), ("later_call", "answered_ms")):
         return math.inf
     if not isinstance(value, int | float) or isinstance(value, bool) or math.isnan(value):
         return None

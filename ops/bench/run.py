@@ -48,6 +48,9 @@ from wire import SpawnedServer
 BASES = ("echo", "sleep")
 #: in-flight calls for the throughput figure
 IN_FLIGHT = 32
+#: seconds between the second kill of a backend and the call that follows (measure.later_call):
+#: longer than assern's start-up plus its backoff before a second restart (0.1 s)
+LATER_CALL_QUIET = 2.0
 #: at most this long, before each aggregator, for the CPUs to be idle (procs.wait_quiet)
 QUIET_LIMIT = 5.0
 
@@ -258,6 +261,12 @@ def backend_killer(root: int, name: str) -> Callable[[], bool]:
     return kill
 
 
+def crash_recovered(out: dict[str, Any]) -> bool:
+    """Whether the crash step saw the killed backend answer again (then it can die again)."""
+    crash = out.get("crash")
+    return isinstance(crash, dict) and crash.get("recovered_s") is not None
+
+
 async def step(out: dict[str, Any], key: str, work: Callable[[], Awaitable[Any]]) -> None:
     """Run one measurement, with the harness's GC held off; its failure is recorded and
     the others still run."""
@@ -317,6 +326,18 @@ async def run_aggregator(
                             plan.crash_bound,
                         ),
                     )
+                    if crash_recovered(out):
+                        await step(
+                            out,
+                            "later_call",
+                            lambda: measure.later_call(
+                                client_caller(client, found),
+                                scenario.backends,
+                                backend_killer(server.pid, names[-1]),
+                                LATER_CALL_QUIET,
+                                plan.crash_bound,
+                            ),
+                        )
         except Exception as exc:
             out["status"] = "failed: " + short_error(exc)
     if limit.cancelled_caught:
