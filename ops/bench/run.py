@@ -355,7 +355,34 @@ async def serving(
     list_names: measure.ListTools,
     server: SpawnedServer,
 ) -> None:
-    """The measures of a running aggregator: lists, calls, throughput, then its memory."""
+    """The measures of a running aggregator: lists, calls, throughput, then its memory.
+
+    The tree's memory is sampled before and after them, not while they are timed.
+    """
+    assert server.watch is not None
+    with server.watch.paused():
+        await timed_steps(out, scenario, plan, direct, through, list_names, server)
+    out["rss"] = {
+        "aggregator_peak_mb": procs.peak_rss_kb(server.pid) / 1024,
+        "tree_peak_mb": server.watch.peak_tree_kb / 1024,
+        "tree_peak_members": [
+            {"pid": pid, "command": command, "mb": kb / 1024}
+            for pid, command, kb in server.watch.peak_members
+        ],
+        "tree_processes": len(procs.descendants(server.pid)) + 1,
+    }
+
+
+async def timed_steps(
+    out: dict[str, Any],
+    scenario: Scenario,
+    plan: Plan,
+    direct: Caller,
+    through: Caller,
+    list_names: measure.ListTools,
+    server: SpawnedServer,
+) -> None:
+    """Lists, calls and throughput: the latency figures."""
     server.list_first_bytes.clear()
     await step(out, "list", lambda: measure.list_latency(list_names, plan.lists, plan.list_budget))
     if server.list_first_bytes:
@@ -378,17 +405,6 @@ async def serving(
             direct, through, scenario.backends, IN_FLIGHT, plan.window, plan.rounds, cpu
         ),
     )
-    assert server.watch is not None
-    server.watch.sample()
-    out["rss"] = {
-        "aggregator_peak_mb": procs.peak_rss_kb(server.pid) / 1024,
-        "tree_peak_mb": server.watch.peak_tree_kb / 1024,
-        "tree_peak_members": [
-            {"pid": pid, "command": command, "mb": kb / 1024}
-            for pid, command, kb in server.watch.peak_members
-        ],
-        "tree_processes": len(procs.descendants(server.pid)) + 1,
-    }
 
 
 # ---------------------------------------------------------- the SDK's group

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "ops" / "bench"))
 import procs
@@ -96,3 +98,20 @@ def test_the_tree_sum_counts_a_fork_that_has_not_execd_once() -> None:
             assert watch.peak_tree_kb == sum(kb for _, kb in members.values())
         finally:
             kill_tree(forker)
+
+
+async def test_a_paused_watch_samples_at_its_edges_only(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    watch = procs.TreeWatch(os.getpid(), interval=0.1)
+    times: list[float] = []
+    monkeypatch.setattr(watch, "sample", lambda: times.append(trio.current_time()))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch.run)
+        await trio.sleep(0.25)  # samples at 0, 0.1, 0.2
+        with watch.paused():  # one at 0.25 on the way in ...
+            await trio.sleep(1.0)
+        # ... one at 1.25 on the way out, and the periodic ones go on
+        await trio.sleep(0.2)
+        nursery.cancel_scope.cancel()
+    assert times == pytest.approx([0.0, 0.1, 0.2, 0.25, 1.25, 1.3, 1.4])
