@@ -2,7 +2,11 @@
 
 Backends poke the router's mailbox with the name of the server whose listing changed;
 pokes are coalesced (one pending poke means "re-read everything"), so a burst of
-list_changed from many backends costs one rebuild.
+list_changed from many backends costs one rebuild. A poke that finds the catalog's
+inputs as they were (a restarting backend keeps its listing, and a restarted one lists
+the same tools again) rebuilds nothing: a rebuild of 1,000 tools takes about 8 ms of the
+one trio thread, and a restart pokes three times, the first two before the new process
+is spawned.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import attrs
 import structlog
 import trio
 
-from assern.actors.config.spec import ServerSpec, Settings
+from assern.actors.config.spec import Naming, ServerSpec, Settings
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
 from assern.supervisor.cell import Cell
@@ -37,6 +41,15 @@ def poke(mailbox: trio.MemorySendChannel[RouterMsg], server: str) -> None:
         pass
 
 
+@attrs.frozen
+class CatalogInputs:
+    """Everything a catalog is built from; equal inputs build an equal catalog."""
+
+    listings: tuple[BackendListing, ...]
+    naming: Naming
+    max_name_length: int
+
+
 class RouterActor:
     def __init__(
         self,
@@ -54,17 +67,26 @@ class RouterActor:
         self._settings = settings
         self._specs = specs
         self._cache = capability_cache
+        #: what the current catalog was built from (None: nothing built yet)
+        self._built_from: CatalogInputs | None = None
 
     def rebuild(self) -> Catalog:
+        """Publish the catalog of the current listings, unless they built the current one."""
         settings = self._settings()
         current = self.catalog.value
+        inputs = CatalogInputs(tuple(self._listings()), settings.naming, settings.max_name_length)
+        if inputs == self._built_from:
+            if self._cache is not None:  # a restarted backend may start another way now
+                self._cache.remember(self._specs(), current.capabilities)
+            return current
         catalog = build_catalog(
-            self._listings(),
+            inputs.listings,
             version=current.version + 1,
-            mode=settings.naming,
-            max_name_length=settings.max_name_length,
+            mode=inputs.naming,
+            max_name_length=inputs.max_name_length,
         )
         self.catalog.set(catalog)
+        self._built_from = inputs
         if self._cache is not None:
             self._cache.remember(self._specs(), catalog.capabilities)
         log.info(
