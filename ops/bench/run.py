@@ -361,7 +361,28 @@ async def serving(
     """
     assert server.watch is not None
     with server.watch.paused():
-        await timed_steps(out, scenario, plan, direct, through, list_names, server)
+        server.list_first_bytes.clear()
+        await step(out, "list", lambda: measure.list_latency(list_names, plan.lists, plan.list_budget))
+        if server.list_first_bytes:
+            out["list_first_byte"] = measure.summary_ms(server.list_first_bytes)
+        out["list_bytes"] = len(server.list_line)
+        if server.list_line:
+            out["list_client_parse"] = measure.client_parse(server.list_line)
+        cpu = functools.partial(procs.cpu_seconds, server.pid)
+        await step(
+            out,
+            "call",
+            lambda: measure.per_call(
+                direct, through, scenario.blocks, scenario.block, plan.warmup, scenario.call_budget, cpu
+            ),
+        )
+        await step(
+            out,
+            "throughput",
+            lambda: measure.throughput(
+                direct, through, scenario.backends, IN_FLIGHT, plan.window, plan.rounds, cpu
+            ),
+        )
     out["rss"] = {
         "aggregator_peak_mb": procs.peak_rss_kb(server.pid) / 1024,
         "tree_peak_mb": server.watch.peak_tree_kb / 1024,
@@ -371,40 +392,6 @@ async def serving(
         ],
         "tree_processes": len(procs.descendants(server.pid)) + 1,
     }
-
-
-async def timed_steps(
-    out: dict[str, Any],
-    scenario: Scenario,
-    plan: Plan,
-    direct: Caller,
-    through: Caller,
-    list_names: measure.ListTools,
-    server: SpawnedServer,
-) -> None:
-    """Lists, calls and throughput: the latency figures."""
-    server.list_first_bytes.clear()
-    await step(out, "list", lambda: measure.list_latency(list_names, plan.lists, plan.list_budget))
-    if server.list_first_bytes:
-        out["list_first_byte"] = measure.summary_ms(server.list_first_bytes)
-    out["list_bytes"] = len(server.list_line)
-    if server.list_line:
-        out["list_client_parse"] = measure.client_parse(server.list_line)
-    cpu = functools.partial(procs.cpu_seconds, server.pid)
-    await step(
-        out,
-        "call",
-        lambda: measure.per_call(
-            direct, through, scenario.blocks, scenario.block, plan.warmup, scenario.call_budget, cpu
-        ),
-    )
-    await step(
-        out,
-        "throughput",
-        lambda: measure.throughput(
-            direct, through, scenario.backends, IN_FLIGHT, plan.window, plan.rounds, cpu
-        ),
-    )
 
 
 # ---------------------------------------------------------- the SDK's group
