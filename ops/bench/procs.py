@@ -101,18 +101,16 @@ def descendants(root: int) -> list[int]:
     return [pid for pid, _ in descendants_with_parents(root)]
 
 
-def descendants_with_parents(
-    root: int, children_of: Callable[[int], list[int]] | None = None
-) -> list[tuple[int, int]]:
+def descendants_with_parents(root: int) -> list[tuple[int, int]]:
     """(pid, parent pid) of every live descendant of `root`, parents before children."""
-    if children_of is None:
-        if _children_files():
-            children_of = _children_of
-        else:
-            table = _children_map()
+    children_of: Callable[[int], list[int]]
+    if _children_files():
+        children_of = _children_of
+    else:
+        table = _children_map()
 
-            def children_of(pid: int) -> list[int]:
-                return table.get(pid, [])
+        def children_of(pid: int) -> list[int]:
+            return table.get(pid, [])
 
     found: list[tuple[int, int]] = []
     todo = [(child, root) for child in children_of(root)]

@@ -106,9 +106,15 @@ class SpawnedServer:
         buffer = bytearray()
         # The client may close its end first, with a notification still on its way (an
         # aggregator's list_changed as the client leaves): that ends the pump, quietly.
-        quiet = (trio.ClosedResourceError, trio.BrokenResourceError, OSError)
+        quiet = (
+            trio.ClosedResourceError,
+            trio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            OSError,
+        )
         async with sink:
-            with contextlib.suppress(*quiet, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            with contextlib.suppress(*quiet):
                 while chunk := await process.stdout.receive_some(1 << 16):
                     if self._list_sent_at is not None:
                         self.list_first_bytes.append(time.perf_counter() - self._list_sent_at)
