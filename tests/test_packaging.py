@@ -23,11 +23,11 @@ def test_wheel_has_only_the_assern_namespace(tmp_path: Path) -> None:
     assert top == {"assern", next(n for n in top if n.endswith(".dist-info"))}
     for package in ("supervisor", "actors", "examples"):
         assert f"assern/{package}/__init__.py" in names
-    assert "assern/supervisor/cli.py" in names
+    assert "assern/app/cli.py" in names
     assert "assern/actors/router/naming.py" in names
     assert "assern/examples/default.toml" in names  # the embedded default ships as data
     assert not any(name.startswith(("supervisor/", "actors/", "tests/")) for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "assern = assern.supervisor.cli:assern_main" in text
-    assert "assernctl = assern.supervisor.cli:assernctl_main" in text
+    assert "assern = assern.app.cli:assern_main" in text
+    assert "assernctl = assern.app.ctl:main" in text

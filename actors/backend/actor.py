@@ -33,8 +33,9 @@ from assern.actors.backend.errors import (
     describe_exit,
 )
 from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.hooks import SessionHooks
 from assern.actors.backend.messages import BackendRequest
-from assern.actors.backend.session import BackendSession, SessionHooks, open_session
+from assern.actors.backend.session import BackendSession, open_session
 from assern.actors.backend.splice import SplicedCall, watch_deadlines
 from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.backend.transport import ProcessLink

@@ -22,12 +22,12 @@ from assern.actors.backend.diff import diff_specs
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendRequest, BackendUnavailable
 from assern.actors.backend.status import BackendState
-from assern.actors.config.spec import ServerSpec
+from assern.actors.config.spec import DesiredSet, ServerSpec
 from assern.actors.router.actor import RouterMsg, poke
 from assern.actors.router.catalog import BackendListing
 from assern.supervisor.cell import Cell
+from assern.supervisor.io.process import PidRegistry
 from assern.supervisor.mailbox import open_mailbox, reply_to
-from assern.supervisor.process import PidRegistry
 from assern.supervisor.spec import ChildSpec, Strategy, SupervisorSpec
 from assern.supervisor.supervisor import ChildState, ChildStatus, Supervisor, open_supervisor
 from assern.supervisor.trionics import main_error
@@ -35,13 +35,6 @@ from assern.supervisor.trionics import main_error
 log = structlog.get_logger()
 
 BACKEND_MAILBOX = 64
-
-
-@attrs.frozen(kw_only=True)
-class DesiredSet:
-    """The complete set of backends that should run, in configuration order."""
-
-    specs: Mapping[str, ServerSpec]
 
 
 @attrs.frozen(kw_only=True, eq=False)

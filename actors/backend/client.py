@@ -37,7 +37,7 @@ from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
 
 if TYPE_CHECKING:
-    from assern.actors.backend.session import SessionHooks
+    from assern.actors.backend.hooks import SessionHooks
 
 log = structlog.get_logger()
 

@@ -40,7 +40,7 @@ class ForwardLost(Exception):
 
 
 class Outbox(Protocol):
-    """The backend's stdin: one writer for every line that goes there (supervisor/writer.py)."""
+    """The backend's stdin: one writer for every line that goes there (supervisor/io/writer.py)."""
 
     def write_nowait(self, data: bytes) -> bool:
         """Write or queue `data` at once; False when refused (nothing written)."""

@@ -34,8 +34,8 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, T
 from pydantic import BaseModel
 
 from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.hooks import SessionHooks
 from assern.actors.backend.messages import ProgressSink
-from assern.actors.backend.session import SessionHooks
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError

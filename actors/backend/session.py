@@ -18,38 +18,19 @@ result that does not validate) and `ForwardLost` when the backend goes away.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-import attrs
 import mcp_types as types
 
 from assern.actors.backend.client import open_client
+from assern.actors.backend.hooks import SessionHooks
 from assern.actors.backend.messages import ProgressSink
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
 
 #: How assern introduces itself to its backends.
 CLIENT_INFO = types.Implementation(name="assern", version="0.1.0")
-
-
-@attrs.frozen(kw_only=True, eq=False)
-class SessionHooks:
-    """Where a session sends what its backend says unasked, and what it asks of assern."""
-
-    #: a tools, prompts or resources list changed: the listing is to be fetched again
-    list_changed: Callable[[], None]
-    #: a notification clients should see (resources/updated, a log message)
-    notify: Callable[[types.ServerNotification], None]
-    #: a message that could not be understood, and why (it is skipped)
-    bad_message: Callable[[str], None]
-    #: a server-to-client request (sampling, elicitation, roots) for a client to answer:
-    #: its method and params in, the result dict out; raises RpcError to refuse it
-    ask: Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
-    #: one line the backend process wrote to its stderr
-    stderr: Callable[[str], None] = lambda _line: None
-    #: the backend process was started, with this pid
-    spawned: Callable[[int], None] = lambda _pid: None
 
 
 class BackendSession(Protocol):

@@ -25,9 +25,9 @@ import trio
 
 from assern.actors.backend.forward import STOPPING, Forwarder
 from assern.actors.config.spec import ServerSpec
-from assern.supervisor.process import ChildProcess, spawn, stop_process
-from assern.supervisor.reader import receive_some
-from assern.supervisor.writer import DirectWriter
+from assern.supervisor.io.process import ChildProcess, spawn, stop_process
+from assern.supervisor.io.reader import receive_some
+from assern.supervisor.io.writer import DirectWriter
 
 STDERR_TAIL = 50
 _MAX_LINE = 64 * 1024 * 1024

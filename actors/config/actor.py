@@ -17,8 +17,7 @@ import attrs
 import structlog
 import trio
 
-from assern.actors.backend.backends import BackendsMsg, DesiredSet
-from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.actors.config.spec import ConfigError, DesiredSet, ResolvedConfig
 from assern.actors.config.watch import POLL_INTERVAL, QUIET_PERIOD, FileWatcher, StatFn, stat_file
 from assern.supervisor.cell import Cell
 
@@ -53,7 +52,7 @@ class ConfigActor:
         *,
         load: Callable[[], ResolvedConfig],
         current: Cell[ResolvedConfig],
-        backends: trio.MemorySendChannel[BackendsMsg],
+        backends: trio.abc.SendChannel[DesiredSet],
         watch_interval: float | None = POLL_INTERVAL,
         quiet: float = QUIET_PERIOD,
         stat: StatFn = stat_file,

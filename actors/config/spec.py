@@ -139,6 +139,14 @@ class ResolvedConfig:
     potential_files: tuple[Path, ...] = ()
 
 
+@attrs.frozen(kw_only=True)
+class DesiredSet:
+    """The config actor's message to the backends supervisor: the complete set of backends
+    that should run, in configuration order. The root wiring connects the two."""
+
+    specs: Mapping[str, ServerSpec]
+
+
 class ConfigError(Exception):
     """A configuration file (or the project choice) is wrong; nothing was loaded.
 

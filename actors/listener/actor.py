@@ -29,7 +29,7 @@ import trio
 
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control import ControlPlane, serve_control
-from assern.actors.listener.front_door import FrontDoor, RequestId
+from assern.actors.listener.handshake import RequestId, StdioDoor
 from assern.actors.listener.jsonl import error_line
 from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
@@ -102,7 +102,7 @@ class ListenerActor:
         on_staying: Callable[[], None] = lambda: None,
         stdio_gone: Callable[[], Awaitable[None]] | None = None,
         sockets: SocketService | None = None,
-        door: FrontDoor | None = None,
+        door: StdioDoor | None = None,
     ) -> None:
         self.shared = shared
         self.door = door

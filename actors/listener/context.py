@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.listener.front_door import SERVER_NAME
+from assern.actors.listener.handshake import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.supervisor.cell import Cell

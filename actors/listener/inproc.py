@@ -22,10 +22,10 @@ import mcp_types as types
 import trio
 
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.listener.front_door import LATEST_HANDSHAKE_VERSION, SERVER_VERSION
+from assern.actors.listener.handshake import LATEST_HANDSHAKE_VERSION, SERVER_VERSION
 from assern.actors.listener.jsonl import LineReader
 from assern.actors.listener.session import ClientConnection, SessionContext
-from assern.supervisor.writer import DirectWriter
+from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
     from mcp import Client

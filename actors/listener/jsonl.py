@@ -4,7 +4,7 @@ Used for stdio and for socket clients alike (and the control socket reads its li
 here too). A line that is not JSON, or not a JSON-RPC message, is answered with a
 JSON-RPC error (parse error or invalid request) and the connection goes on. What the
 lines mean is the session's business (protocol.py, or the SDK's for a 2026-07-28
-client, modern.py); lines go out through a `SendRaw` (supervisor/writer.py), in order,
+client, modern.py); lines go out through a `SendRaw` (supervisor/io/writer.py), in order,
 from synchronous code too.
 """
 
@@ -18,8 +18,8 @@ import mcp_types as types
 import trio
 from pydantic import ValidationError
 
-from assern.supervisor.reader import receive_some
-from assern.supervisor.writer import DirectWriter
+from assern.supervisor.io.reader import receive_some
+from assern.supervisor.io.writer import DirectWriter
 
 MAX_LINE = 64 * 1024 * 1024
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import mcp_types as types
@@ -38,13 +38,10 @@ from mcp.shared.subscriptions import (
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, to_sdk
 from assern.actors.listener.context import ASK, RequestContext, RequestId, SessionContext
-from assern.actors.listener.front_door import SERVER_VERSION
+from assern.actors.listener.handshake import SERVER_VERSION
 from assern.actors.listener.jsonl import LineReader, SendRaw
 from assern.actors.listener.protocol import Handler, Method
 from assern.actors.listener.sdk_streams import message_streams
-
-if TYPE_CHECKING:
-    from assern.actors.listener.session import ClientConnection
 
 #: The SDK `Server` argument each served method's handler goes in.
 _SERVER_ARGUMENTS = {
@@ -143,10 +140,12 @@ def build_server(
 class ModernServer:
     """The SDK server of one 2026-07-28 connection, and where its change events go."""
 
-    def __init__(self, connection: ClientConnection) -> None:
+    def __init__(self, methods: Mapping[str, Method], shared: SessionContext) -> None:
+        """`methods`: the connection's handlers by method name; `shared`: what every
+        connection shares (the catalog, the backends)."""
         bus = InMemorySubscriptionBus()
         self.events = BusEvents(bus)
-        self.server = build_server(connection.methods(), connection.shared, bus)
+        self.server = build_server(methods, shared, bus)
 
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options(

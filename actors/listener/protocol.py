@@ -44,7 +44,7 @@ from pydantic import BaseModel, ValidationError
 from assern.actors.backend.forward import Forwarder, ForwardLost
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext, RequestId, sdk_error
-from assern.actors.listener.front_door import LATEST_HANDSHAKE_VERSION, initialize_response, negotiate
+from assern.actors.listener.handshake import LATEST_HANDSHAKE_VERSION, initialize_response, negotiate
 from assern.actors.listener.jsonl import SendRaw, encode
 
 log = structlog.get_logger()

@@ -48,14 +48,14 @@ from assern.actors.listener.context import (
     SessionContext,
     to_rpc_error,
 )
-from assern.actors.listener.front_door import SERVER_VERSION
 from assern.actors.listener.handlers import HandlersMixin
+from assern.actors.listener.handshake import SERVER_VERSION
 from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
 from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
 from assern.actors.listener.raw_lane import RawLaneMixin
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog
-from assern.supervisor.writer import DirectWriter
+from assern.supervisor.io.writer import DirectWriter
 
 __all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]
 
@@ -150,7 +150,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             if opening is not None and opens_modern(opening[1]):
                 from assern.actors.listener.modern import ModernServer
 
-                modern = ModernServer(self)
+                modern = ModernServer(self.methods(), self.shared)
                 self._events = modern.events
                 await modern.serve([message for _, message in [*lead, opening]], reader, out)
                 return

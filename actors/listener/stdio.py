@@ -2,7 +2,7 @@
 
 While claimed, fd 0 reads the null device and fd 1 writes to stderr, so nothing else in
 the process (a library's print, a child that inherits them) can corrupt the MCP wire.
-`assern serve` claims stdio before it imports the tree (supervisor/cli.py, for the
+`assern serve` claims stdio before it imports the tree (app/cli.py, for the
 front door); the listener claims it itself when nobody did (`claim_stdio`). A primary
 that keeps serving socket clients after its own stdio client left lets go of the
 standard descriptors altogether (`release_stdio`).

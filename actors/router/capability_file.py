@@ -3,7 +3,7 @@
 `capabilities.json` (under `$ASSERN_HOME/cache/`) maps each backend's name to the
 fingerprint of how it is started and the capabilities it offered when it last ran.
 The router writes it through `CapabilityCache` (capabilities.py); the front door
-(actors/listener/front_door.py) reads it here as raw dicts to answer a client's
+(app/front_door.py) reads it here as raw dicts to answer a client's
 `initialize` before the tree (and pydantic) is even imported. Both key entries with `fingerprint`.
 """
 

@@ -115,7 +115,7 @@ def pids_of(env: AssernEnv, fragment: str) -> list[int]:
 
 def socket_dir(env: AssernEnv) -> Path:
     """Where this test's instances put their sockets (pytest's long tmp paths fall back)."""
-    from assern.supervisor.instance import socket_directory
+    from assern.app.instance import socket_directory
 
     return socket_directory(env.assern_home, env.env).path
 

@@ -10,7 +10,7 @@ import pytest
 
 
 class Outbox:
-    """Takes lines like supervisor/writer.py's DirectWriter; refuses past `capacity` lines."""
+    """Takes lines like supervisor/io/writer.py's DirectWriter; refuses past `capacity` lines."""
 
     def __init__(self, capacity: int = 1000) -> None:
         self.capacity = capacity

@@ -11,8 +11,8 @@ import trio
 
 from assern.actors.config.spec import ResolvedConfig, ServerSpec, Settings
 from assern.actors.listener.inproc import inproc_client
+from assern.app.tree import Tree
 from assern.supervisor.spec import RestartPolicy
-from assern.supervisor.tree import Tree
 
 SERVER = Path(__file__).resolve().parents[2] / "servers" / "testing_server.py"
 SECRET = "ghp_THIS-MUST-NEVER-BE-LOGGED"

@@ -21,7 +21,8 @@ from assern.actors.backend.actor import _all_pages
 from assern.actors.backend.client import MODERN_RESULT_KEYS, HandshakeClient
 from assern.actors.backend.errors import HandshakeFailed
 from assern.actors.backend.forward import Forwarder, ForwardLost
-from assern.actors.backend.session import CLIENT_INFO, SessionHooks
+from assern.actors.backend.hooks import SessionHooks
+from assern.actors.backend.session import CLIENT_INFO
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.jsonrpc.errors import RpcError
 

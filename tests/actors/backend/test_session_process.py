@@ -19,7 +19,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 
 from assern.actors.backend.client import HandshakeClient
 from assern.actors.backend.forward import ForwardLost
-from assern.actors.backend.session import SessionHooks, open_session
+from assern.actors.backend.hooks import SessionHooks
+from assern.actors.backend.session import open_session
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError

@@ -10,13 +10,13 @@ import attrs
 import structlog
 import trio
 import trio.testing
+from config_world import World
 
-from assern.actors.backend.backends import BackendsMsg, DesiredSet
+from assern.actors.backend.backends import BackendsMsg
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
-from assern.actors.config.spec import ConfigError, ResolvedConfig, ServerSpec, Settings
+from assern.actors.config.spec import ConfigError, DesiredSet, ResolvedConfig, ServerSpec, Settings
 from assern.supervisor.cell import Cell
 
-from .conftest import World
 from .fakefs import FakeFiles
 
 CONFIG = Path("/home/u/.valksor/assern/config.toml")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_world import World
 
 from assern.actors.config.resolve import default_assern_home, resolve_config
 from assern.actors.config.spec import (
@@ -15,8 +16,6 @@ from assern.actors.config.spec import (
     Settings,
 )
 from assern.supervisor.spec import Restart, RestartPolicy
-
-from .conftest import World
 
 GITHUB_VECTOR = """
 [servers.github]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from config_world import World
 
 from assern.actors.config.keypath import format_key_path
 from assern.actors.config.model import ConfigFile
 from assern.actors.config.spec import ConfigError
 from assern.actors.config.structure import loads_toml
-
-from .conftest import World
 
 
 def problems_of(world: World, server_toml: str) -> tuple[str, ...]:

@@ -21,14 +21,14 @@ from typing import Any
 
 import attrs
 
-from assern.actors.config.convert import hide_literal_secrets, import_file, to_toml
 from assern.actors.config.discover import config_path_for
 from assern.actors.config.layers import read_dotenv, read_global, read_local
 from assern.actors.config.project import LOCAL_DIR, find_local_root, user_home
-from assern.actors.config.report import explain_document, render_explain, render_show, show_document
 from assern.actors.config.resolve import GLOBAL_CONFIG, default_assern_home, resolve_config
 from assern.actors.config.spec import ConfigError, ResolvedConfig
-from assern.actors.config.starter import STARTER_CONFIG
+from assern.app.ctl.config.convert import hide_literal_secrets, import_file, to_toml
+from assern.app.ctl.config.report import explain_document, render_explain, render_show, show_document
+from assern.app.ctl.config.starter import STARTER_CONFIG
 
 PROG = "assernctl config"
 

@@ -9,15 +9,14 @@ from pathlib import Path
 
 import attrs
 import pytest
+from config_world import World
 
 from assern.actors.config import resolve
-from assern.actors.config.convert import hide_literal_secrets, import_file, server_table, to_toml
 from assern.actors.config.model import ConfigFile, ServerConfig
 from assern.actors.config.spec import ConfigError
 from assern.actors.config.structure import structure
 from assern.actors.config.yaml_layout import convert_global, convert_local, parse_yaml
-
-from .conftest import World
+from assern.app.ctl.config.convert import hide_literal_secrets, import_file, server_table, to_toml
 
 ORIGINAL = {
     "projects": {

@@ -1,7 +1,7 @@
 """Reading assern's JSON-lines log for `assernctl logs`: filters, formatting, following.
 
 The log is `$ASSERN_HOME/logs/assern.log`, rotated by size to `assern.log.1` (newest)
-… `assern.log.N` (oldest) by the process that writes it (supervisor/logging.py). A
+… `assern.log.N` (oldest) by the process that writes it (supervisor/io/logs.py). A
 `Follower` reads what is appended and, when the file is rotated away, finishes the old
 file before it continues with the new one, so no line is lost or read twice.
 """

@@ -6,7 +6,7 @@ crashed core actor and everything started after it; a core actor that keeps cras
 takes the tree down (escalation), a backend never does.
 
 `assern serve` builds its tree with the front door that already holds stdio
-(actors/listener/front_door.py); the listener takes it over when it starts.
+(app/front_door.py); the listener takes it over when it starts.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
 from assern.actors.config.spec import ResolvedConfig
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
 from assern.actors.listener.control import ControlPlane
-from assern.actors.listener.front_door import FrontDoor
 from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
@@ -35,12 +34,13 @@ from assern.actors.router.actor import RouterActor, RouterMsg
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
+from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
+from assern.app.election import Primary
+from assern.app.front_door import FrontDoor
+from assern.app.instance import InstanceLock, assern_version, fingerprint
 from assern.supervisor.cell import Cell
-from assern.supervisor.detach import FAILED, STAYING, STOPPED, LauncherLink
-from assern.supervisor.election import Primary
-from assern.supervisor.instance import InstanceLock, assern_version, fingerprint
+from assern.supervisor.io.process import PidRegistry, sweep_orphans
 from assern.supervisor.mailbox import open_mailbox
-from assern.supervisor.process import PidRegistry, sweep_orphans
 from assern.supervisor.spec import ChildKind, ChildSpec, Restart, RestartPolicy, Strategy, SupervisorSpec
 from assern.supervisor.supervisor import open_supervisor
 

@@ -23,7 +23,7 @@ from assern.actors.config.project import LOCAL_DIR
 from assern.actors.config.spec import ConfigError
 from assern.actors.config.structure import structure
 from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, convert_local, parse_yaml
-from assern.supervisor.logging import redact
+from assern.supervisor.io.logs import redact
 
 #: A value that refers to a variable (`${VAR}` or `$VAR`) rather than holding a literal.
 _REFERENCE = re.compile(r"\$(\{|[A-Za-z_])")

@@ -3,7 +3,7 @@
 `assern serve` has the stdio client's pipes before it has anything else: importing the
 tree (and with it pydantic and the protocol models) takes a noticeable part of a
 second, and the backends start after that. So the primary (or isolated) process claims stdio first,
-opens this door on it, and imports the tree meanwhile (supervisor/cli.py). The door
+opens this door on it, and imports the tree meanwhile (app/cli.py). The door
 reads the client's bytes and keeps every one of them, in order, for the listener. Only
 one message is ever answered here: the first line, when it is a handshake-era
 `initialize` request of the expected shape, and only when `[settings] initialize_wait`
@@ -21,7 +21,7 @@ give at that moment, byte for byte, which is also the one the `mcp` SDK's server
   instructions.
 
 The session answers its own `initialize` with `initialize_response` and `negotiate`
-too, so the two cannot drift apart.
+too (actors/listener/handshake.py), so the two cannot drift apart.
 
 Anything else (a line before the initialize, a malformed line, `notifications/
 initialized`, a 2026-07-28 client's requests) is only kept. When the stdio listener
@@ -38,142 +38,32 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import structlog
 import trio
 
-from assern.supervisor.reader import receive_some
+from assern.actors.listener.handshake import (
+    SERVER_NAME,
+    SERVER_VERSION,
+    RequestId,
+    Wire,
+    capabilities_from,
+    initialize_request_id,
+    initialize_response,
+    negotiate,
+)
+from assern.supervisor.io.reader import receive_some
 
 log = structlog.get_logger()
-
-#: The protocol revisions reachable with the `initialize` handshake, oldest first: the
-#: SDK's `mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS` (tests/actors/listener/
-#: test_front_door.py checks that they are the same).
-HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
-
-#: What assern calls itself in `serverInfo` (the session answers `initialize` with these).
-SERVER_NAME = "assern"
-SERVER_VERSION = "0.1.0"
 
 #: The door stops reading (the client waits) once it holds this much for the listener.
 MAX_KEPT = 64 * 1024 * 1024
 
-RequestId = int | str
-
 #: What reading or writing a pipe whose other side is gone raises.
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
-
-# The shapes of what the door accepts in an initialize request: an object (a dict of
-# sub-shapes), a boolean, or "objects" (an object whose values are objects). Anything
-# it does not recognise exactly is left for the session to answer (or refuse).
-_Shape = Mapping[str, Any] | type | str
-_CLIENT_CAPABILITIES: dict[str, _Shape] = {
-    "experimental": "objects",
-    "extensions": "objects",
-    "sampling": {"context": {}, "tools": {}},
-    "elicitation": {"form": {}, "url": {}},
-    "roots": {"listChanged": bool},
-    "tasks": {
-        "list": {},
-        "cancel": {},
-        "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
-    },
-}
-
-
-def negotiate(requested: str) -> str:
-    """The protocol version an `initialize` for `requested` is answered with (as the SDK does)."""
-    return requested if requested in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE_VERSION
-
-
-def capabilities_from(remembered: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The server capabilities to announce, from the backends' remembered ones (raw JSON).
-
-    As `ClientConnection.capabilities()` with an empty catalog: tools, prompts and
-    resources always (assern sends their list_changed itself); resource subscriptions,
-    logging and completions only when a remembered backend offers them.
-    """
-    known = list(remembered)
-    subscribe = any((c.get("resources") or {}).get("subscribe") is True for c in known)
-    caps: dict[str, Any] = {
-        "prompts": {"listChanged": True},
-        "resources": {"listChanged": True, "subscribe": subscribe},
-        "tools": {"listChanged": True},
-    }
-    if any(c.get("logging") is not None for c in known):
-        caps["logging"] = {}
-    if any(c.get("completions") is not None for c in known):
-        caps["completions"] = {}
-    return caps
-
-
-def _fits(value: Any, shape: _Shape) -> bool:
-    if value is None:
-        return True
-    if shape is bool:
-        return isinstance(value, bool)
-    if shape == "objects":
-        return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
-    assert isinstance(shape, Mapping)
-    return isinstance(value, dict) and all(_fits(value.get(key), sub) for key, sub in shape.items())
-
-
-def initialize_request_id(message: Any) -> RequestId | None:
-    """The id of `message` if it is an `initialize` request the door may answer, else None.
-
-    Only a well-formed request of the handshake's shape qualifies (the session would
-    accept it); anything unusual is left to the session, which answers it or refuses it.
-    """
-    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
-        return None
-    request_id, params = message.get("id"), message.get("params")
-    if message.get("method") != "initialize" or isinstance(request_id, bool):
-        return None
-    if not isinstance(request_id, int | str) or not isinstance(params, dict):
-        return None
-    info, meta = params.get("clientInfo"), params.get("_meta")
-    if not isinstance(params.get("protocolVersion"), str) or not isinstance(params.get("capabilities"), dict):
-        return None
-    if not _fits(params["capabilities"], _CLIENT_CAPABILITIES):
-        return None
-    if not isinstance(info, dict) or not all(isinstance(info.get(k), str) for k in ("name", "version")):
-        return None
-    if not all(isinstance(info.get(k), str | None) for k in ("title", "description", "websiteUrl")):
-        return None
-    if info.get("icons") is not None or not isinstance(meta, dict | None):
-        return None
-    token = (meta or {}).get("progressToken")
-    if isinstance(token, bool) or not isinstance(token, int | str | None):
-        return None
-    return request_id
-
-
-def initialize_response(
-    request_id: RequestId,
-    requested: str,
-    capabilities: Mapping[str, Any],
-    *,
-    server_name: str = SERVER_NAME,
-    server_version: str = SERVER_VERSION,
-    instructions: str | None = None,
-) -> bytes:
-    """The JSON-RPC response line to an `initialize`, encoded as the SDK encodes it.
-
-    Both the door and the session (protocol.py) answer with it.
-    """
-    result: dict[str, Any] = {
-        "capabilities": capabilities,
-        "protocolVersion": negotiate(requested),
-        "serverInfo": {"name": server_name, "version": server_version},
-    }
-    if instructions is not None:
-        result["instructions"] = instructions
-    body = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return f'{{"jsonrpc":"2.0","id":{json.dumps(request_id, ensure_ascii=False)},"result":{body}}}\n'.encode()
 
 
 class _Replay(trio.abc.ReceiveStream):
@@ -198,22 +88,6 @@ class _Replay(trio.abc.ReceiveStream):
 
     async def aclose(self) -> None:
         await self._live.aclose()
-
-
-@attrs.frozen(kw_only=True, eq=False)
-class Wire:
-    """The stdio wire as the listener takes it over.
-
-    Attributes:
-        receive: The client's bytes: those the door kept, then the live stream.
-        send: The client's side to write to.
-        answered: The id of the `initialize` the door answered (first take-over only):
-            the session records it without answering it again.
-    """
-
-    receive: trio.abc.ReceiveStream
-    send: trio.abc.SendStream
-    answered: RequestId | None = None
 
 
 class FrontDoor:

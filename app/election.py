@@ -23,8 +23,8 @@ import structlog
 
 from assern.actors.config.spec import ResolvedConfig
 from assern.actors.listener.unix_socket import UnixListener
-from assern.supervisor.control_client import ControlError, ControlUnavailable, connect_unix, request
-from assern.supervisor.instance import (
+from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
+from assern.app.instance import (
     InstanceError,
     InstanceLock,
     Liveness,

@@ -8,7 +8,7 @@ sharing"): the election makes it the primary (it detaches into its own session a
 runs the tree) or a proxy (it bridges stdio to the primary's socket and starts nothing).
 The tree is imported only by the commands that run it, so a proxy and
 `assernctl` start quickly. The process that runs the tree for a stdio client claims
-stdio first and opens the front door on it (actors/listener/front_door.py), which
+stdio first and opens the front door on it (app/front_door.py), which
 answers the client's `initialize` while the tree is imported in a worker thread.
 """
 
@@ -27,15 +27,16 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from assern.actors.config.resolve import default_assern_home, resolve_config
+from assern.actors.config.resolve import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
-from assern.supervisor.instance import InstanceError, sharing_enabled
-from assern.supervisor.logging import configure_logging
+from assern.app.instance import InstanceError, sharing_enabled
+from assern.app.running import environ, list_rows, loader, run_dir, tool_rows, with_tree
+from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
-    from assern.supervisor.detach import LauncherLink
-    from assern.supervisor.election import Primary, Proxy
-    from assern.supervisor.tree import Tree
+    from assern.app.detach import LauncherLink
+    from assern.app.election import Primary, Proxy
+    from assern.app.tree import Tree
 
 log = structlog.get_logger()
 
@@ -46,42 +47,8 @@ DEMO_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _environ() -> dict[str, str]:
-    environ = dict(os.environ)
-    # Configs may start Python servers with the interpreter assern itself runs on.
-    environ.setdefault("ASSERN_PYTHON", sys.executable)
-    return environ
-
-
-def _loader(
-    config: Path | None, project: str | None, environ: Mapping[str, str]
-) -> Callable[[], ResolvedConfig]:
-    home = default_assern_home(environ)
-    cwd = Path.cwd()
-
-    def load() -> ResolvedConfig:
-        return resolve_config(config_path=config, project=project, cwd=cwd, environ=environ, assern_home=home)
-
-    return load
-
-
-def _run_dir() -> Path:
-    return default_assern_home(_environ()) / "run"
-
-
 def demo_config_path() -> Path:
     return Path(str(resources.files("assern.examples") / "default.toml"))
-
-
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-
-
-def _tool_rows(tree: Tree) -> list[dict[str, str]]:
-    return [
-        {"name": route.name, "server": route.server, "description": _first_line(route.tool.description)}
-        for route in tree.catalog.value.tools.values()
-    ]
 
 
 def _print_table(rows: Sequence[Mapping[str, str]], columns: Sequence[str]) -> None:
@@ -99,35 +66,6 @@ def _print_backend_problems(tree: Tree) -> None:
             print(f"! server '{handle.name}' is {status.state.value}: {reason}", file=sys.stderr)
 
 
-def _listed_everything(tree: Tree) -> bool:
-    ready = {n for n, h in tree.directory.value.items() if h.status.state.value == "ready"}
-    return ready <= tree.catalog.value.servers
-
-
-async def _until_listed(tree: Tree) -> None:
-    version = tree.catalog.version
-    while not _listed_everything(tree):
-        version, _ = await tree.catalog.changed(version)
-
-
-async def _with_tree(config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Any) -> Any:
-    from assern.supervisor.tree import Tree
-
-    tree = Tree(config, load, stdio=False, handle_signals=False, run_dir=_run_dir())
-    result: Any = None
-    async with trio.open_nursery() as nursery:
-        await nursery.start(tree.run)
-        with trio.move_on_after(max((s.startup_timeout for s in config.servers.values()), default=1) + 5):
-            await tree.settled.wait()
-        with trio.move_on_after(1):  # let the router publish the last ready listing
-            await _until_listed(tree)
-        try:
-            result = await body(tree)
-        finally:
-            tree.shutdown()
-    return result
-
-
 def _content_text(result: Any) -> str:
     parts = [getattr(c, "text", None) or f"<{c.type}>" for c in result.content]
     text = " ".join(parts)
@@ -138,19 +76,19 @@ def _content_text(result: Any) -> str:
 
 
 def _elect(config: ResolvedConfig) -> Primary | Proxy:
-    """Run the election for `config` (see supervisor/election.py).
+    """Run the election for `config` (see app/election.py).
 
     Raises:
         InstanceError: sharing cannot work here.
     """
-    from assern.supervisor.election import elect
+    from assern.app.election import elect
 
-    environ = _environ()
-    return elect(config, assern_home=default_assern_home(environ), environ=environ)
+    env = environ()
+    return elect(config, assern_home=default_assern_home(env), environ=env)
 
 
 def _proxy(elected: Proxy) -> int:
-    from assern.actors.listener.proxy import bridge
+    from assern.app.proxy import bridge
 
     ended = trio.run(bridge, elected.sock)
     log.info("proxy_stopped", ended_by=ended, slot=elected.slot.name)
@@ -161,11 +99,11 @@ def _proxy(elected: Proxy) -> int:
 
 
 def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
-    from assern.supervisor.detach import detach
-    from assern.supervisor.election import Proxy
+    from assern.app.detach import detach
+    from assern.app.election import Proxy
 
     primary: tuple[Primary, LauncherLink] | None = None
-    if sharing_enabled(_environ()):
+    if sharing_enabled(environ()):
         try:
             elected = _elect(config)
         except InstanceError as exc:
@@ -175,7 +113,7 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
             if isinstance(elected, Proxy):
                 return _proxy(elected)
             # Fork before anything starts: the tree (and the pid registry) belong to the
-            # primary child; this process only waits for it (supervisor/detach.py).
+            # primary child; this process only waits for it (app/detach.py).
             link = detach(elected.forget)
             if isinstance(link, int):
                 return link
@@ -189,12 +127,13 @@ async def _serve_tree(
     config: ResolvedConfig, load: Callable[[], ResolvedConfig], primary: tuple[Primary, LauncherLink] | None
 ) -> None:
     """Run the tree for our stdio client, met at the front door while the tree loads."""
-    from assern.actors.listener.front_door import FrontDoor, capabilities_from
+    from assern.actors.listener.handshake import capabilities_from
     from assern.actors.listener.stdio import StdioClaim
     from assern.actors.router.capability_file import cache_file, remembered_raw
+    from assern.app.front_door import FrontDoor
 
-    run_dir = _run_dir()
-    cache = cache_file(run_dir.parent)  # the tree's own capability cache (supervisor/tree.py)
+    runs = run_dir()
+    cache = cache_file(runs.parent)  # the tree's own capability cache (app/tree.py)
     claim = StdioClaim()
     try:
         door = FrontDoor(
@@ -209,11 +148,11 @@ async def _serve_tree(
             nursery.start_soon(door.run)
             # Imported here, after the fork (the launcher that only waits stays small),
             # and in a thread: the door answers meanwhile.
-            tree_module = await trio.to_thread.run_sync(importlib.import_module, "assern.supervisor.tree")
+            tree_module = await trio.to_thread.run_sync(importlib.import_module, "assern.app.tree")
             hosting = (
                 tree_module.Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
             )
-            tree = tree_module.Tree(config, load, stdio=True, run_dir=run_dir, hosting=hosting, door=door)
+            tree = tree_module.Tree(config, load, stdio=True, run_dir=runs, hosting=hosting, door=door)
             await tree.run()
             nursery.cancel_scope.cancel()
     finally:
@@ -221,10 +160,10 @@ async def _serve_tree(
 
 
 def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
-    from assern.supervisor.election import Proxy
-    from assern.supervisor.tree import Hosting, Tree
+    from assern.app.election import Proxy
+    from assern.app.tree import Hosting, Tree
 
-    if not sharing_enabled(_environ()):
+    if not sharing_enabled(environ()):
         print("assern daemon: nothing to do with ASSERN_NO_INSTANCE_SHARING set (no socket)", file=sys.stderr)
         return 2
     try:
@@ -250,7 +189,7 @@ def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[
         config,
         load,
         stdio=False,
-        run_dir=_run_dir(),
+        run_dir=run_dir(),
         hosting=Hosting(primary=elected, daemon=True),
     )
     trio.run(tree.run)
@@ -259,9 +198,9 @@ def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[
 
 def cmd_list(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     async def body(tree: Tree) -> list[dict[str, str]]:
-        return _tool_rows(tree)
+        return tool_rows(tree)
 
-    rows, tree_problems = trio.run(_list_rows, config, load, body)
+    rows, tree_problems = trio.run(list_rows, config, load, body)
     if args.json:
         print(json.dumps({"tools": rows, "problems": tree_problems}, indent=2))
     else:
@@ -273,20 +212,6 @@ def cmd_list(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[]
     return 0 if not tree_problems else 1
 
 
-async def _list_rows(
-    config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Any
-) -> tuple[Any, list[str]]:
-    async def run(tree: Tree) -> tuple[Any, list[str]]:
-        problems = [
-            f"server '{h.name}' is {h.status.state.value}: {h.status.last_error or h.status.last_exit}"
-            for h in tree.directory.value.values()
-            if h.status.state.value not in ("ready", "lazy")
-        ]
-        return await body(tree), problems
-
-    return await _with_tree(config, load, run)
-
-
 def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     if not sys.stdin.isatty():
         return cmd_serve(args, config, load)
@@ -296,7 +221,7 @@ def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[]
         servers = ", ".join(tree.directory.value)
         print(f"assern demo: one MCP server in front of {len(tree.directory.value)} backends ({servers})\n")
         _print_backend_problems(tree)
-        _print_table(_tool_rows(tree), ("name", "server", "description"))
+        _print_table(tool_rows(tree), ("name", "server", "description"))
         catalog = tree.catalog.value
         print(
             f"\n{len(catalog.tools)} tools, {len(catalog.prompts)} prompts, "
@@ -312,7 +237,7 @@ def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[]
             "see README.md."
         )
 
-    trio.run(_with_tree, config, load, body)
+    trio.run(with_tree, config, load, body)
     return 0
 
 
@@ -334,10 +259,10 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         cmd.add_argument("--log-level", default="info", help="debug, info, warning or error")
     args = parser.parse_args(argv)
 
-    environ = _environ()
+    env = environ()
     if args.command == "demo":
         args.config, args.project = demo_config_path(), None
-    load = _loader(args.config, args.project, environ)
+    load = loader(args.config, args.project, env)
     try:
         config = load()
     except ConfigError as exc:
@@ -345,19 +270,7 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         return 2
     for warning in config.warnings:
         print(f"assern: warning: {warning}", file=sys.stderr)
-    log_dir = default_assern_home(environ) / "logs"
+    log_dir = default_assern_home(env) / "logs"
     with configure_logging(log_dir, level=args.log_level):
         commands = {"serve": cmd_serve, "daemon": cmd_daemon, "list": cmd_list, "demo": cmd_demo}
         return commands[args.command](args, config, load)
-
-
-def assernctl_main(argv: Sequence[str] | None = None) -> int:
-    """`assernctl`: `config …` inspects configuration; everything else talks to assern."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["config"]:
-        from assern.actors.config.commands import config_main
-
-        return config_main(args[1:])
-    from assern.supervisor.ctl import ctl_main
-
-    return ctl_main(args)

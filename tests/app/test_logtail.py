@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assern.supervisor.logtail import Follower, LogFilter, current_size, format_line, last_lines, log_files
+from assern.app.logtail import Follower, LogFilter, current_size, format_line, last_lines, log_files
 
 
 def line(event: str, level: str = "info", **more: Any) -> str:

@@ -11,7 +11,7 @@ import pytest
 
 from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import Provenance, ResolvedConfig, ServerSpec, Settings
-from assern.supervisor.instance import (
+from assern.app.instance import (
     LONGEST_NAME,
     InstanceError,
     InstanceLock,

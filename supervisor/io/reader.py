@@ -19,7 +19,7 @@ import os
 
 import trio
 
-from assern.supervisor.writer import descriptor
+from assern.supervisor.io.writer import descriptor
 
 
 async def receive_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:

@@ -25,10 +25,9 @@ from mcp_types import version as sdk_versions
 
 from assern.actors.config.spec import ServerSpec
 from assern.actors.listener.actor import BackendNote, ListenerActor
-from assern.actors.listener.front_door import (
+from assern.actors.listener.handshake import (
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE_VERSION,
-    FrontDoor,
     capabilities_from,
     initialize_request_id,
     negotiate,
@@ -40,8 +39,9 @@ from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import remembered_raw
 from assern.actors.router.catalog import Catalog, ToolRoute
+from assern.app.front_door import FrontDoor
 from assern.supervisor.cell import Cell
-from assern.supervisor.writer import DirectWriter
+from assern.supervisor.io.writer import DirectWriter
 
 LIMIT = 30  # a guard against a hung test, never an assertion about speed
 
@@ -124,7 +124,7 @@ async def sdk_answers(shared: SessionContext, sent: list[bytes], count: int) -> 
     client_send, server_receive = trio.testing.memory_stream_one_way_pair()
     server_send, client_receive = trio.testing.memory_stream_one_way_pair()
     connection = ClientConnection("stdio-1", shared)
-    modern = ModernServer(connection)
+    modern = ModernServer(connection.methods(), connection.shared)
     options = modern.initialization_options()
     options.capabilities = connection.capabilities()
     answers = []
@@ -165,8 +165,8 @@ def test_the_door_loads_without_the_sdk() -> None:
     """It answers while the SDK is imported: `assern serve`'s path to it must stay light."""
     code = (
         "import sys\n"
-        "import assern.supervisor.cli, assern.supervisor.detach, assern.supervisor.election\n"
-        "import assern.actors.listener.front_door, assern.actors.listener.stdio\n"
+        "import assern.app.cli, assern.app.detach, assern.app.election\n"
+        "import assern.app.front_door, assern.actors.listener.stdio, assern.actors.listener.handshake\n"
         "import assern.actors.router.capability_file\n"
         "heavy = ('mcp', 'mcp_types', 'pydantic', 'anyio')\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from assern.supervisor.process import (
+from assern.supervisor.io.process import (
     PidRegistry,
     group_members,
     pdeathsig_launcher,
@@ -83,7 +83,7 @@ LAUNCHERS = [
 
 PARENT = """
 import sys
-from assern.supervisor.process import spawn
+from assern.supervisor.io.process import spawn
 launcher = None if sys.argv[1] == "default" else ()
 child = spawn(["sleep", "60"], env={"PATH": sys.argv[2]}, launcher=launcher)
 print(child.pid, flush=True)

@@ -9,7 +9,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from assern.supervisor.writer import DirectWriter
+from assern.supervisor.io.writer import DirectWriter
 
 
 def pipe() -> tuple[int, trio.lowlevel.FdStream]:

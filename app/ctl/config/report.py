@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from assern.actors.config.spec import Provenance, ResolvedConfig, ServerSpec
-from assern.supervisor.logging import redact
+from assern.supervisor.io.logs import redact
 
 #: The layer word of an env key that no config layer set (it came from the system env).
 SYSTEM_LAYER = "system-env"

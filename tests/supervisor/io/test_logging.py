@@ -8,7 +8,7 @@ from pathlib import Path
 
 import structlog
 
-from assern.supervisor.logging import LineFile, configure_logging, redact, redact_secrets
+from assern.supervisor.io.logs import LineFile, configure_logging, redact, redact_secrets
 
 
 def test_redact_keeps_two_characters() -> None:
@@ -74,7 +74,7 @@ def test_a_writer_follows_a_rotation_done_by_another_process(tmp_path: Path, mon
     ours.write("before")
     path.replace(tmp_path / "assern.log.1")  # what another writer's rotation does
     clock = [1000.0]
-    monkeypatch.setattr("assern.supervisor.logging.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("assern.supervisor.io.logs.time.monotonic", lambda: clock[0])
     ours._checked = 0.0
     ours.write("after")
     ours.close()
@@ -83,11 +83,11 @@ def test_a_writer_follows_a_rotation_done_by_another_process(tmp_path: Path, mon
 
 
 def test_timestamps_are_iso_utc_with_microseconds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from assern.supervisor.logging import IsoTimestamp
+    from assern.supervisor.io.logs import IsoTimestamp
 
     stamp = IsoTimestamp()
     moments = iter([1_700_000_000.25, 1_700_000_000.5, 1_700_000_001.000001])
-    monkeypatch.setattr("assern.supervisor.logging.time.time", lambda: next(moments))
+    monkeypatch.setattr("assern.supervisor.io.logs.time.time", lambda: next(moments))
     assert stamp(None, "info", {})["ts"] == "2023-11-14T22:13:20.250000Z"
     assert stamp(None, "info", {})["ts"] == "2023-11-14T22:13:20.500000Z"
     assert stamp(None, "info", {})["ts"] == "2023-11-14T22:13:21.000001Z"

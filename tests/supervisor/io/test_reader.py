@@ -9,7 +9,7 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from assern.supervisor.reader import receive_some
+from assern.supervisor.io.reader import receive_some
 
 
 def pipe() -> tuple[trio.lowlevel.FdStream, int]:

@@ -1,0 +1,176 @@
+"""What every `assernctl` command group shares: finding the running instance of the
+current directory's configuration, asking it one command, and the errors that set the
+exit status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from assern.actors.config.discover import config_path_for
+from assern.actors.config.resolve import default_assern_home
+from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.app.control_client import ControlError, ControlUnavailable, request
+from assern.app.instance import InstanceError, Slot, fingerprint, slot_names, socket_directory
+from assern.app.running import environ, loader
+
+
+class Usage(Exception):
+    """A mistake on the command line or in the configuration: exit status 2."""
+
+
+@attrs.frozen
+class Instance:
+    """A running instance that answered `hello`."""
+
+    slot: Slot
+    hello: Mapping[str, Any]
+
+    @property
+    def pid(self) -> int | None:
+        pid = self.hello.get("pid")
+        return pid if isinstance(pid, int) else None
+
+
+def load_config(args: argparse.Namespace) -> tuple[ResolvedConfig, Callable[[], ResolvedConfig]]:
+    """The configuration `list` and `call` use on their own (direct mode).
+
+    Without `--config` and without a global assern config, cllm-mcp's files are found as
+    cllm-mcp finds them (./mcp-config.json, ./.mcp-config.json, ~/.config/cllm-mcp/).
+    """
+    env = environ()
+    path = config_path_for(args.config, cwd=Path.cwd(), environ=env, assern_home=default_assern_home(env))
+    load = loader(path, args.project, env)
+    try:
+        return load(), load
+    except ConfigError as exc:
+        raise Usage(f"configuration error\n{exc}") from None
+
+
+def socket_dir() -> Path:
+    env = environ()
+    try:
+        return socket_directory(default_assern_home(env), env).path
+    except InstanceError as exc:
+        raise Usage(str(exc)) from None
+
+
+def hello(slot: Slot) -> Mapping[str, Any] | None:
+    try:
+        hello = request(slot.control, "hello", timeout=5.0)
+    except (ControlUnavailable, ControlError):
+        return None
+    return hello if isinstance(hello, dict) else None
+
+
+def all_instances() -> list[Instance]:
+    """Every instance of this `$ASSERN_HOME` that answers."""
+    directory = socket_dir()
+    if not directory.is_dir():
+        return []
+    found = []
+    for name in slot_names(os.listdir(directory)):
+        slot = Slot(directory, name)
+        answer = hello(slot)
+        if answer is not None:
+            found.append(Instance(slot, answer))
+    return found
+
+
+def _files(paths: Any) -> set[str]:
+    return {os.path.realpath(str(p)) for p in paths} if isinstance(paths, list | tuple) else set()
+
+
+def find_instance(args: argparse.Namespace) -> tuple[ResolvedConfig | None, Instance | None]:
+    """The running instance for the current directory's configuration.
+
+    First the instance whose configuration fingerprint is the one resolved here. A
+    configuration edited since the instance loaded it (not reloaded yet, or broken) has
+    another fingerprint; then the one instance with the same project and config files
+    (or, when the files do not resolve now, matching `--project` and `--config`).
+
+    Returns:
+        (the configuration, or None when it does not resolve; the instance, or None).
+
+    Raises:
+        Usage: the configuration does not resolve and no single instance matches.
+        LookupError: several instances match; the message says how to choose.
+    """
+    load = loader(args.config, args.project, environ())
+    try:
+        config: ResolvedConfig | None = load()
+        problem = None
+    except ConfigError as exc:
+        config, problem = None, exc
+    instances = all_instances()
+    if config is not None:
+        digest = fingerprint(config)
+        for instance in instances:
+            if instance.hello.get("fingerprint") == digest:
+                return config, instance
+        files = _files(config.files)
+        same = [
+            i
+            for i in instances
+            if i.hello.get("project") == config.project and _files(i.hello.get("config_files")) == files
+        ]
+    else:
+        same = instances
+        if args.project:
+            same = [i for i in same if i.hello.get("project") == args.project]
+        if args.config:
+            same = [i for i in same if os.path.realpath(args.config) in _files(i.hello.get("config_files"))]
+    if len(same) == 1:
+        if problem is not None:
+            print(f"assernctl: warning: the configuration does not resolve now:\n{problem}", file=sys.stderr)
+        return config, same[0]
+    if problem is not None:
+        raise Usage(f"configuration error\n{problem}")
+    if len(same) > 1:
+        pids = ", ".join(str(i.pid) for i in same)
+        raise LookupError(f"several instances match (pids {pids}); choose with --project or --config")
+    return config, None
+
+
+def no_instance(config: ResolvedConfig | None) -> str:
+    if config is None:
+        return "no assern instance runs for this configuration"
+    project = f"project {config.project!r}" if config.project else "no project"
+    text = f"no assern instance runs for this configuration ({project})"
+    others = len(all_instances())
+    if others:
+        text += f"; {others} other instance(s) run: see `assernctl status --all`"
+    return text
+
+
+def require(args: argparse.Namespace) -> Instance:
+    config, instance = find_instance(args)
+    if instance is None:
+        raise LookupError(no_instance(config))
+    return instance
+
+
+FAILED = object()
+
+
+def ask(args: argparse.Namespace, command: str, *, failure: str = "", **fields: Any) -> Any:
+    """One command to the running instance; prints why and returns `FAILED` when it fails."""
+    try:
+        instance = require(args)
+        return request(instance.slot.control, command, **fields)
+    except LookupError as exc:
+        print(f"assernctl: {exc.args[0]}", file=sys.stderr)
+    except ControlError as exc:
+        print(f"assernctl: {failure}{exc.message}", file=sys.stderr)
+    return FAILED
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, sort_keys=False))

@@ -1,0 +1,90 @@
+"""`assernctl`'s command line (every group but `config`) and its dispatch."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from assern.app.control_client import ControlUnavailable
+from assern.app.ctl.call import cmd_call
+from assern.app.ctl.common import Usage
+from assern.app.ctl.logs import cmd_logs
+from assern.app.ctl.show import cmd_list, cmd_status
+from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
+
+
+def _config_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
+    parser.add_argument("--project", help="project (default: detected from the directory)")
+    parser.add_argument("--log-level", default="info", help="log level of a direct start")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="assernctl",
+        description="Inspect and steer assern. Commands act on the instance that serves the current "
+        "directory's configuration (see --config and --project).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    status = sub.add_parser("status", help="the running instance and each backend")
+    status.add_argument("--all", action="store_true", help="every running instance")
+    listing = sub.add_parser("list", help="the aggregated tools (from the running instance if any)")
+    listing.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
+    call = sub.add_parser(
+        "call",
+        help="call a tool: TOOL [ARGS] or SERVER TOOL [ARGS]",
+        description="Call a tool through the running instance (or, without one, by starting the backends). "
+        "TOOL is a prefixed name; with SERVER (a configured name, or a command line such as "
+        "'npx -y some-server') TOOL is the server's own tool name. ARGS is a JSON object.",
+    )
+    call.add_argument("target", nargs="+", metavar="[SERVER] TOOL [ARGS]")
+    call.add_argument("--no-direct", action="store_true", help="fail instead of starting the backends")
+    for action in ("restart", "stop", "start"):
+        command = sub.add_parser(action, help=f"{action} one backend of the running instance")
+        command.add_argument("server")
+    sub.add_parser("reload", help="resolve the configuration again and apply the difference")
+    sub.add_parser("shutdown", help="stop the running instance and wait until it is gone")
+    for command in sub.choices.values():
+        _config_options(command)
+        command.add_argument("--json", action="store_true", help="machine-readable output")
+
+    logs = sub.add_parser("logs", help="print (and follow) the log, readably")
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
+    logs.add_argument("-n", "--lines", type=int, default=20, help="how many last lines first (-1: all)")
+    logs.add_argument("--server", help="only events of this server")
+    logs.add_argument("--level", help="only this level and above: debug, info, warning, error")
+    logs.add_argument("--grep", help="only lines containing this text (case-insensitive)")
+    logs.add_argument("--json", action="store_true", help="the raw JSON lines")
+    return parser
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "status": cmd_status,
+    "list": cmd_list,
+    "call": cmd_call,
+    "restart": cmd_server,
+    "stop": cmd_server,
+    "start": cmd_server,
+    "reload": cmd_reload,
+    "shutdown": cmd_shutdown,
+    "logs": cmd_logs,
+}
+
+
+def ctl_main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except Usage as exc:
+        print(f"assernctl: {exc}", file=sys.stderr)
+        return 2
+    except ControlUnavailable as exc:
+        print(f"assernctl: the instance stopped answering: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `assernctl … | head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -1,0 +1,90 @@
+"""The readable forms of what `assernctl` prints: tables, durations, an instance's status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[str]:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    return lines
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def _cell(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    if not text:
+        return "-"
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def render_status(doc: Mapping[str, Any]) -> list[str]:
+    """The readable form of one instance's status document."""
+    project = doc.get("project") or "(no project)"
+    head = f"assern {doc['slot']}: pid {doc['pid']}, {project}, up {duration(doc.get('uptime_s'))}"
+    if doc.get("daemon"):
+        head += ", daemon"
+    lines = [head]
+    lines.append(f"  socket   {doc['sockets']['mcp']}")
+    lines.append(f"  config   {', '.join(doc.get('config_files') or []) or '(no file)'}")
+    clients = doc.get("clients") or []
+    named = [c["id"] + (f" ({c['name']})" if c.get("name") else "") for c in clients]
+    lines.append(f"  clients  {len(clients)}" + (f": {', '.join(named)}" if named else ""))
+    if doc.get("reload_error"):
+        lines.append("  ! the last reload failed; the configuration before it stays in force:")
+        lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]
+    backends = doc.get("backends") or []
+    if not backends:
+        lines.append("  no servers are configured")
+        return lines
+    rows = [
+        [
+            b["name"],
+            b["state"],
+            _cell(b.get("pid")),
+            duration(b.get("uptime_s")),
+            str(b.get("restarts", 0)),
+            str(b.get("tools", 0)),
+            str(b.get("resources", 0)),
+            str(b.get("prompts", 0)),
+            b.get("transport", "-"),
+            str(b.get("in_flight", 0)),
+            str(b.get("calls_total", 0)),
+            _cell((b.get("latency_ms") or {}).get("median")),
+            _short(b.get("last_error") or b.get("last_exit")),
+        ]
+        for b in backends
+    ]
+    headers = ["SERVER", "STATE", "PID", "UPTIME", "RESTARTS", "TOOLS", "RES", "PROMPTS", "TRANSPORT"]
+    headers += ["IN FLIGHT", "CALLS", "MEDIAN MS"]
+    lines.append("")
+    lines += ["  " + line for line in table(rows, [*headers, "LAST EXIT / ERROR"])]
+    for b in backends:
+        if b.get("next_restart_in_s") is not None:
+            lines.append(f"  {b['name']}: next restart in {b['next_restart_in_s']:.1f} s")
+        if b["state"] in ("failed", "restarting") and b.get("stderr_tail"):
+            lines.append(f"  {b['name']}: last stderr lines:")
+            lines += [f"    {line}" for line in b["stderr_tail"][-5:]]
+    return lines

@@ -1,0 +1,101 @@
+"""What `assern` and `assernctl` share: the environment and configuration they resolve,
+and a tree run for one command (`list`, `demo`, a direct `call`) and stopped after it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import trio
+
+from assern.actors.config.resolve import default_assern_home, resolve_config
+from assern.actors.config.spec import ResolvedConfig
+
+if TYPE_CHECKING:
+    from assern.app.tree import Tree
+
+T = TypeVar("T")
+
+
+def environ() -> dict[str, str]:
+    """The process environment, plus `ASSERN_PYTHON`: configs may start Python servers
+    with the interpreter assern itself runs on."""
+    found = dict(os.environ)
+    found.setdefault("ASSERN_PYTHON", sys.executable)
+    return found
+
+
+def loader(config: Path | None, project: str | None, env: Mapping[str, str]) -> Callable[[], ResolvedConfig]:
+    """Resolves the configuration as `assern serve` would here, each time it is called."""
+    home = default_assern_home(env)
+    cwd = Path.cwd()
+
+    def load() -> ResolvedConfig:
+        return resolve_config(config_path=config, project=project, cwd=cwd, environ=env, assern_home=home)
+
+    return load
+
+
+def run_dir() -> Path:
+    return default_assern_home(environ()) / "run"
+
+
+def first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def tool_rows(tree: Tree) -> list[dict[str, str]]:
+    return [
+        {"name": route.name, "server": route.server, "description": first_line(route.tool.description)}
+        for route in tree.catalog.value.tools.values()
+    ]
+
+
+def listed_everything(tree: Tree) -> bool:
+    ready = {n for n, h in tree.directory.value.items() if h.status.state.value == "ready"}
+    return ready <= tree.catalog.value.servers
+
+
+async def until_listed(tree: Tree) -> None:
+    version = tree.catalog.version
+    while not listed_everything(tree):
+        version, _ = await tree.catalog.changed(version)
+
+
+async def with_tree(
+    config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Callable[[Tree], Awaitable[T]]
+) -> T:
+    """Start the tree, wait until its backends settled and are listed, run `body`, stop."""
+    from assern.app.tree import Tree
+
+    tree = Tree(config, load, stdio=False, handle_signals=False, run_dir=run_dir())
+    async with trio.open_nursery() as nursery:
+        await nursery.start(tree.run)
+        with trio.move_on_after(max((s.startup_timeout for s in config.servers.values()), default=1) + 5):
+            await tree.settled.wait()
+        with trio.move_on_after(1):  # let the router publish the last ready listing
+            await until_listed(tree)
+        try:
+            return await body(tree)
+        finally:
+            tree.shutdown()
+    raise AssertionError("unreachable: the nursery returns only after `body` did")
+
+
+async def list_rows(
+    config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Callable[[Tree], Awaitable[T]]
+) -> tuple[T, list[str]]:
+    """`body`'s result on a fresh tree, and one line for each backend that is not ready."""
+
+    async def run(tree: Tree) -> tuple[T, list[str]]:
+        problems = [
+            f"server '{h.name}' is {h.status.state.value}: {h.status.last_error or h.status.last_exit}"
+            for h in tree.directory.value.values()
+            if h.status.state.value not in ("ready", "lazy")
+        ]
+        return await body(tree), problems
+
+    return await with_tree(config, load, run)
