@@ -26,6 +26,7 @@ import attrs
 import mcp_types as types
 import trio
 
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 
 ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
@@ -165,8 +166,7 @@ class Forwarder:
             meta = dict(params.get("_meta") or {})
             meta["progressToken"] = request_id
             params = {**params, "_meta": meta}
-        line = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        if not self._out.write_nowait(line.encode() + b"\n"):
+        if not self._out.write_nowait(framing.request(request_id, method, params)):
             return None
         self._next += 1
         self._pending[request_id] = sink
@@ -176,12 +176,8 @@ class Forwarder:
         """Forget a pending request and tell the backend; False when it was not pending."""
         if self._pending.pop(request_id, None) is None:
             return False
-        note = {
-            "jsonrpc": "2.0",
-            "method": "notifications/cancelled",
-            "params": {"requestId": request_id, "reason": reason},
-        }
-        self._out.write_nowait(json.dumps(note).encode() + b"\n")
+        note = framing.notification("notifications/cancelled", {"requestId": request_id, "reason": reason})
+        self._out.write_nowait(note)
         return True
 
     async def request(
@@ -209,12 +205,9 @@ class Forwarder:
             params = {**(params or {}), "_meta": meta}
         waiter = _Waiter()
         self._pending[request_id] = waiter
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
-        if params is not None:
-            message["params"] = params
         try:
             try:
-                await self._out.write(json.dumps(message).encode() + b"\n")
+                await self._out.write(framing.request(request_id, method, params))
             except trio.BrokenResourceError as exc:
                 raise ForwardLost("the backend closed its stdin") from exc
             while True:
@@ -242,11 +235,8 @@ class Forwarder:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send one notification; raises ForwardLost once the backend's stdin is closed."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
         try:
-            await self._out.write(json.dumps(message).encode() + b"\n")
+            await self._out.write(framing.notification(method, params))
         except trio.BrokenResourceError as exc:
             raise ForwardLost("the backend closed its stdin") from exc
 
@@ -258,13 +248,12 @@ class Forwarder:
         A backend that closed its stdin is gone: nobody is left to answer, so that is
         not an error here.
         """
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
         if error is not None:
-            message["error"] = error.to_dict()
+            line = framing.error(request_id, error.code, error.message, error.data)
         else:
-            message["result"] = result if result is not None else {}
+            line = framing.result(request_id, result if result is not None else {})
         try:
-            await self._out.write(json.dumps(message).encode() + b"\n")
+            await self._out.write(line)
         except trio.BrokenResourceError:
             pass
 

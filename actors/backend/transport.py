@@ -25,12 +25,12 @@ import trio
 
 from assern.actors.backend.forward import STOPPING, Forwarder
 from assern.actors.config.spec import ServerSpec
+from assern.actors.jsonrpc import framing
 from assern.supervisor.io.process import ChildProcess, spawn, stop_process
-from assern.supervisor.io.reader import receive_some
+from assern.supervisor.io.reader import LineReader
 from assern.supervisor.io.writer import DirectWriter
 
 STDERR_TAIL = 50
-_MAX_LINE = 64 * 1024 * 1024
 
 
 @attrs.define(eq=False)
@@ -71,23 +71,6 @@ def resolve_command(spec: ServerSpec) -> list[str]:
     return [found, *spec.args]
 
 
-async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[bytes]:
-    buffer = bytearray()
-    while True:
-        chunk = await receive_some(stream, 65536)
-        if not chunk:
-            if buffer:
-                yield bytes(buffer)
-            return
-        buffer += chunk
-        while (end := buffer.find(b"\n")) >= 0:
-            line = bytes(buffer[:end])
-            del buffer[: end + 1]
-            yield line
-        if len(buffer) > _MAX_LINE:
-            raise ValueError("a message from the backend exceeded 64 MiB")
-
-
 @contextlib.asynccontextmanager
 async def stdio_process(
     spec: ServerSpec,
@@ -112,7 +95,8 @@ async def stdio_process(
     async def pump_stdout() -> None:
         try:
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-                async for line in _lines(process.stdout):
+                lines = framing.line_reader(process.stdout)
+                while (line := await lines.receive()) is not None:
                     if not line.strip():
                         continue
                     try:
@@ -135,7 +119,8 @@ async def stdio_process(
 
     async def pump_stderr() -> None:
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-            async for raw in _lines(process.stderr):
+            lines = LineReader(process.stderr, framing.MAX_LINE)
+            while (raw := await lines.receive()) is not None:
                 line = raw.decode(errors="replace").rstrip()
                 link.stderr_tail.append(line)
                 on_stderr(line)

@@ -27,10 +27,10 @@ import mcp_types as types
 import structlog
 import trio
 
+from assern.actors.jsonrpc import framing
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control import ControlPlane, serve_control
 from assern.actors.listener.handshake import RequestId, StdioDoor
-from assern.actors.listener.jsonl import error_line
 from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.listener.stdio import claim_stdio
@@ -217,7 +217,7 @@ class ListenerActor:
             if control:
                 refuse(sock, proto.error_line(None, proto.FORBIDDEN, message))
             else:
-                refuse(sock, error_line(None, REFUSED, message))
+                refuse(sock, framing.error(None, REFUSED, message))
             return
         assert self._nursery is not None
         if not control:

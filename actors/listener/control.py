@@ -20,11 +20,11 @@ import trio
 
 from assern.actors.backend.backends import BackendsMsg, ServerCommand
 from assern.actors.config.spec import ResolvedConfig
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control_protocol import Command, ControlFailure
 from assern.actors.listener.inproc import call_tool
-from assern.actors.listener.jsonl import read_lines
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
 from assern.supervisor.cell import Cell
@@ -239,7 +239,8 @@ async def answer(plane: ControlPlane, line: bytes) -> tuple[bytes, Command | Non
 async def serve_control(plane: ControlPlane, stream: trio.abc.Stream) -> None:
     """Answer one control connection's commands, in order, until it hangs up."""
     try:
-        async for line in read_lines(stream):
+        reader = framing.line_reader(stream)
+        while (line := await reader.receive()) is not None:
             if not line.strip():
                 continue
             reply, command = await answer(plane, line)

@@ -20,6 +20,8 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from assern.actors.jsonrpc import framing
+
 #: The protocol revisions reachable with the `initialize` handshake, oldest first: the
 #: SDK's `mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS` (tests/actors/listener/
 #: test_front_door.py checks that they are the same).
@@ -138,7 +140,7 @@ def initialize_response(
     if instructions is not None:
         result["instructions"] = instructions
     body = json.dumps(result, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return f'{{"jsonrpc":"2.0","id":{json.dumps(request_id, ensure_ascii=False)},"result":{body}}}\n'.encode()
+    return framing.encoded_result(request_id, body.encode())
 
 
 @attrs.frozen(kw_only=True, eq=False)

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 import trio
 
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.handshake import LATEST_HANDSHAKE_VERSION, SERVER_VERSION
-from assern.actors.listener.jsonl import LineReader
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.supervisor.io.writer import DirectWriter
 
@@ -64,17 +64,14 @@ class LineClient:
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self._stream = stream
-        self._reader = LineReader(stream)
+        self._reader = framing.line_reader(stream)
         self._last_id = 0
 
     async def _send(self, message: dict[str, Any]) -> None:
-        await self._stream.send_all(json.dumps(message).encode() + b"\n")
+        await self._stream.send_all(framing.encode(message))
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._send(message)
+        await self._stream.send_all(framing.notification(method, params))
 
     async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """Send a request and wait for its result; notifications meanwhile are ignored.
@@ -84,7 +81,7 @@ class LineClient:
         """
         self._last_id += 1
         request_id = self._last_id
-        await self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        await self._stream.send_all(framing.request(request_id, method, params))
         while (line := await self._reader.receive()) is not None:
             try:
                 message = json.loads(line)
@@ -102,15 +99,14 @@ class LineClient:
         raise RpcError(types.CONNECTION_CLOSED, "Connection closed")
 
     async def _refuse(self, request: dict[str, Any]) -> None:
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
-        method = request["method"]
+        request_id, method = request["id"], request["method"]
         if method == "ping":
-            reply["result"] = {}
+            reply = framing.result(request_id, {})
         elif method in _REFUSED:
-            reply["error"] = {"code": types.INVALID_REQUEST, "message": _REFUSED[method]}
+            reply = framing.error(request_id, framing.INVALID_REQUEST, _REFUSED[method])
         else:
-            reply["error"] = {"code": types.METHOD_NOT_FOUND, "message": "Method not found"}
-        await self._send(reply)
+            reply = framing.error(request_id, framing.METHOD_NOT_FOUND, "Method not found")
+        await self._stream.send_all(reply)
 
     async def initialize(self, name: str) -> dict[str, Any]:
         params = {
@@ -161,7 +157,7 @@ async def inproc_client(shared: SessionContext, name: str = "cli") -> AsyncItera
         async with _served(shared, name) as stream, trio.open_nursery() as nursery:
             out = DirectWriter(stream)
             nursery.start_soon(out.pump)
-            async with message_streams(LineReader(stream), out) as streams:
+            async with message_streams(framing.line_reader(stream), out) as streams:
                 yield streams
             nursery.cancel_scope.cancel()
 

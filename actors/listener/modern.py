@@ -39,9 +39,10 @@ from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, to_sdk
 from assern.actors.listener.context import ASK, RequestContext, RequestId, SessionContext
 from assern.actors.listener.handshake import SERVER_VERSION
-from assern.actors.listener.jsonl import LineReader, SendRaw
+from assern.actors.listener.jsonl import SendRaw
 from assern.actors.listener.protocol import Handler, Method
 from assern.actors.listener.sdk_streams import message_streams
+from assern.supervisor.io.reader import LineReader
 
 #: The SDK `Server` argument each served method's handler goes in.
 _SERVER_ARGUMENTS = {

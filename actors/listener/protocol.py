@@ -42,10 +42,11 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.forward import Forwarder, ForwardLost
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext, RequestId, sdk_error
 from assern.actors.listener.handshake import LATEST_HANDSHAKE_VERSION, initialize_response, negotiate
-from assern.actors.listener.jsonl import SendRaw, encode
+from assern.actors.listener.jsonl import SendRaw
 
 log = structlog.get_logger()
 
@@ -130,11 +131,11 @@ def result_line(request_id: RequestId, result: BaseModel | Mapping[str, Any]) ->
         body = dict(result)
     for key in MODERN_RESULT_FIELDS:
         body.pop(key, None)
-    return encode({"jsonrpc": "2.0", "id": request_id, "result": body})
+    return framing.result(request_id, body)
 
 
 def failure_line(request_id: RequestId, error: RpcError) -> bytes:
-    return encode({"jsonrpc": "2.0", "id": request_id, "error": error.to_dict()})
+    return framing.error(request_id, error.code, error.message, error.data)
 
 
 async def _ping(context: RequestContext, params: types.RequestParams) -> types.EmptyResult:
@@ -306,10 +307,7 @@ class ServerSession:
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification (best effort: a client that is gone just misses it)."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._write(encode(message))
+        await self._write(framing.notification(method, params))
 
     async def progress(
         self, token: str | int, progress: float, total: float | None, message: str | None

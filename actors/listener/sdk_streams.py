@@ -21,8 +21,10 @@ import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.sdk import write_lines
-from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
+from assern.actors.listener.jsonl import SendRaw, parse_message
+from assern.supervisor.io.reader import LineReader, LineTooLong
 
 log = structlog.get_logger()
 
@@ -54,7 +56,7 @@ async def message_streams(
                 while (line := await reader.receive()) is not None:
                     if not line.strip():
                         continue
-                    raw = decode_line(line)
+                    raw = framing.decode(line)
                     parsed = raw if isinstance(raw, bytes) else parse_message(raw)
                     if isinstance(parsed, bytes):
                         await out.write(parsed)

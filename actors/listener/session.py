@@ -38,6 +38,7 @@ import trio
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable, Origin
 from assern.actors.backend.status import BackendState
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import (
     ASK,
@@ -50,11 +51,12 @@ from assern.actors.listener.context import (
 )
 from assern.actors.listener.handlers import HandlersMixin
 from assern.actors.listener.handshake import SERVER_VERSION
-from assern.actors.listener.jsonl import LineReader, LineTooLong, SendRaw, decode_line, parse_message
+from assern.actors.listener.jsonl import SendRaw, parse_message
 from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
 from assern.actors.listener.raw_lane import RawLaneMixin
 from assern.actors.router import naming
 from assern.actors.router.catalog import Catalog
+from assern.supervisor.io.reader import LineReader, LineTooLong
 from assern.supervisor.io.writer import DirectWriter
 
 __all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]
@@ -132,7 +134,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                     nursery.start_soon(self._follow_catalog)
                     async with trio.open_nursery() as requests:
                         self._send_raw, self._nursery = out, requests
-                        await self._serve_lines(LineReader(receive), out, answered)
+                        await self._serve_lines(framing.line_reader(receive), out, answered)
                         # What still runs for the client gets its last chance to finish.
                         requests.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
                     # Lines still queued behind a full pipe go out before the pump stops.
@@ -195,7 +197,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         while (line := await reader.receive()) is not None:
             if not line.strip():
                 continue
-            raw = decode_line(line)
+            raw = framing.decode(line)
             if isinstance(raw, bytes):
                 await out.write(raw)
                 continue

@@ -1,4 +1,4 @@
-"""Reading a pipe or socket with one pass through trio's scheduler per read, not two.
+"""Reading a pipe or socket: one pass through trio's scheduler per read, and whole lines.
 
 trio's own `receive_some` yields to the scheduler first, then reads, and when nothing
 is there yet (the usual case for a line-at-a-time peer such as an MCP client waiting
@@ -10,6 +10,10 @@ a checkpoint, as trio requires of every async function.
 
 Streams without a descriptor (in-memory ones, in tests) are read through their own
 `receive_some`.
+
+`LineReader` cuts a stream into newline-terminated lines and refuses to hold a line
+longer than the limit its owner gives (the JSON-RPC framing sets one limit for every
+peer: actors/jsonrpc/framing.py).
 """
 
 from __future__ import annotations
@@ -50,3 +54,60 @@ async def receive_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
         if not waited:
             await trio.lowlevel.checkpoint()
         return data
+
+
+class LineTooLong(ValueError):
+    """A line grew beyond the reader's `max_line`: its sender is not read any further."""
+
+
+class LineReader:
+    """The lines of a byte stream, one at a time (without their newline).
+
+    Args:
+        stream: What to read.
+        max_line: The longest line held, in bytes; a longer one raises `LineTooLong`.
+        chunk: How much one read asks for.
+    """
+
+    def __init__(self, stream: trio.abc.ReceiveStream, max_line: int, chunk: int = 65536) -> None:
+        self._stream = stream
+        self._max_line = max_line
+        self._chunk = chunk
+        self._buffer = bytearray()
+        self._start = 0
+        self._eof = False
+
+    @property
+    def max_line(self) -> int:
+        return self._max_line
+
+    async def receive(self) -> bytes | None:
+        """The next line; None once the peer closed its side.
+
+        A last line without a newline is returned as it is (unless it is blank).
+        Cancellation leaves the reader as it was: what was read stays buffered.
+
+        Raises:
+            LineTooLong: a line grew beyond `max_line`.
+            trio.ClosedResourceError, trio.BrokenResourceError: as `receive_some`.
+        """
+        while True:
+            end = self._buffer.find(b"\n", self._start)
+            if end >= 0:
+                line = bytes(self._buffer[self._start : end])
+                self._start = end + 1
+                return line
+            if self._eof:
+                rest = bytes(self._buffer[self._start :])
+                self._buffer.clear()
+                self._start = 0
+                return rest if rest.strip() else None
+            del self._buffer[: self._start]
+            self._start = 0
+            if len(self._buffer) > self._max_line:
+                raise LineTooLong(f"a line exceeded {self._max_line} bytes")
+            data = await receive_some(self._stream, self._chunk)
+            if data:
+                self._buffer += data
+            else:
+                self._eof = True

@@ -24,6 +24,7 @@ from mcp.server import runner
 from mcp_types import version as sdk_versions
 
 from assern.actors.config.spec import ServerSpec
+from assern.actors.jsonrpc import framing
 from assern.actors.listener.actor import BackendNote, ListenerActor
 from assern.actors.listener.handshake import (
     HANDSHAKE_VERSIONS,
@@ -32,7 +33,6 @@ from assern.actors.listener.handshake import (
     initialize_request_id,
     negotiate,
 )
-from assern.actors.listener.jsonl import LineReader
 from assern.actors.listener.modern import ModernServer
 from assern.actors.listener.sdk_streams import message_streams
 from assern.actors.listener.session import ClientConnection, SessionContext
@@ -134,7 +134,7 @@ async def sdk_answers(shared: SessionContext, sent: list[bytes], count: int) -> 
             async def serve() -> None:
                 out = DirectWriter(server_send)
                 nursery.start_soon(out.pump)
-                async with message_streams(LineReader(server_receive), out) as (read, write):
+                async with message_streams(framing.line_reader(server_receive), out) as (read, write):
                     await modern.server.run(read, write, options)
 
             nursery.start_soon(serve)
