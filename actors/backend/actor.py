@@ -24,7 +24,7 @@ import structlog
 import trio
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from assern.actors.backend.calls import CallOrigins, RequestsMixin
+from assern.actors.backend.calls import CallDesk
 from assern.actors.backend.errors import (
     BackendExited,
     BackendHung,
@@ -34,9 +34,9 @@ from assern.actors.backend.errors import (
 )
 from assern.actors.backend.forward import ForwardLost
 from assern.actors.backend.hooks import SessionHooks
-from assern.actors.backend.messages import BackendRequest
+from assern.actors.backend.messages import BackendRequest, Origin
 from assern.actors.backend.session import BackendSession, open_session
-from assern.actors.backend.splice import SplicedCall, watch_deadlines
+from assern.actors.backend.splice import CallReply, SplicedCall, watch_deadlines
 from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
@@ -54,7 +54,7 @@ PING_TIMEOUT = 10.0
 NotificationSink = Callable[[str, types.ServerNotification], None]
 
 
-class BackendActor(RequestsMixin):
+class BackendActor:
     """The long-lived identity of one configured backend."""
 
     def __init__(
@@ -73,38 +73,58 @@ class BackendActor(RequestsMixin):
         self._on_notification = on_notification
         self._on_idle = on_idle
         self._on_spawn = on_spawn
-        #: calls in flight and in all, kept as plain counters (the call path is hot)
-        self.in_flight = 0
-        self.calls_total = 0
         self._status = BackendStatus(
             server=spec.name,
             transport=spec.transport,
             state=BackendState.LAZY if spec.start == "lazy" else BackendState.STARTING,
         )
         self.listing: BackendListing | None = None
-        #: whether tools/call may take the raw lane (a stdio backend on a handshake version)
-        self.fast_path = False
         self._link = ProcessLink()
-        self._calls = CallOrigins()
-        #: this incarnation's spliced calls in flight, by our request id (see splice.py)
-        self._spliced: dict[str, SplicedCall] = {}
-        self._exit_reason: str | None = None
         self._ended = trio.Event()
         self._end: Exception | None = None
-        self._last_activity = 0.0
         self._refresh_requested = trio.Event()
+        #: the request half: mailbox requests, spliced calls and their books
+        self.calls = CallDesk(
+            spec,
+            finish=self._finish,
+            ended=lambda: self._end is not None,
+            last_exit=lambda: self._status.last_exit,
+        )
 
     # ------------------------------------------------------------------ status
 
     @property
     def status(self) -> BackendStatus:
         """The current snapshot (a new frozen value; the actor keeps replacing its own)."""
-        return attrs.evolve(self._status, in_flight=self.in_flight, calls_total=self.calls_total)
+        return attrs.evolve(self._status, in_flight=self.calls.in_flight, calls_total=self.calls.calls_total)
 
     @property
     def state(self) -> BackendState:
         """The current state alone (cheaper than `status`, which builds a snapshot)."""
         return self._status.state
+
+    # ------------------------------------------------------- the splice lane
+
+    @property
+    def fast_path(self) -> bool:
+        """Whether calls may be spliced now (splice.py's `SpliceLane`)."""
+        return self.calls.fast_path
+
+    def splice(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        reply: CallReply,
+        *,
+        origin: Origin | None,
+        request_id: str | int | None,
+        progress: bool,
+        meta: dict[str, Any] | None = None,
+    ) -> SplicedCall | None:
+        """See `SpliceLane.splice`: runs in the calling connection's reader task."""
+        return self.calls.splice(
+            name, arguments, reply, origin=origin, request_id=request_id, progress=progress, meta=meta
+        )
 
     def _set(self, **changes: Any) -> None:
         old = self._status.state
@@ -136,7 +156,7 @@ class BackendActor(RequestsMixin):
             list_changed=self._request_refresh,
             notify=lambda notification: self._on_notification(self.spec.name, notification),
             bad_message=lambda error: log.warning("backend_bad_message", error=error),
-            ask=self._ask_origin,
+            ask=self.calls.ask_origin,
             stderr=self._stderr_line,
             spawned=lambda pid: self._on_spawn(self.spec.name, pid),
         )
@@ -164,15 +184,12 @@ class BackendActor(RequestsMixin):
         (bounded). With `probe`, it returns as soon as the listing is known.
         """
         self._link = ProcessLink()
-        self._calls = CallOrigins()
-        self._spliced = {}
-        self._exit_reason = None
+        self.calls.begin(self._link)
         self._ended = trio.Event()
         self._end = None
         self._refresh_requested = trio.Event()
         spec = self.spec
         with structlog.contextvars.bound_contextvars(actor="backend", server=spec.name):
-            self.in_flight = 0
             self._set(state=BackendState.STARTING, pid=None, ready_since=None)
             log.info("backend_starting", transport=spec.transport)
             started = trio.current_time()
@@ -185,7 +202,7 @@ class BackendActor(RequestsMixin):
                             log.info("backend_probed", tools=self.status.tools)
                             self._on_change(spec.name)
                             return
-                        self.fast_path = (
+                        self.calls.fast_path = (
                             self._link.forwarder is not None
                             and session.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                         )
@@ -219,8 +236,8 @@ class BackendActor(RequestsMixin):
                         await self._link.exited.wait()
                 raise self._exit_error(cause) from cause
             finally:
-                self.fast_path = False
-                self.in_flight = 0
+                self.calls.fast_path = False
+                self.calls.in_flight = 0
                 self._on_spawn(spec.name, None)
                 self._set(
                     pid=None,
@@ -248,13 +265,13 @@ class BackendActor(RequestsMixin):
             self._ended.set()
 
     async def _serve(self, session: BackendSession) -> None:
-        self._last_activity = trio.current_time()
+        self.calls.last_activity = trio.current_time()
         async with trio.open_nursery() as calls:
             calls.start_soon(self._refresher, session)
             calls.start_soon(self._serve_mailbox, session, calls)
             calls.start_soon(self._watch_exit)
             calls.start_soon(self._ping, session)
-            calls.start_soon(watch_deadlines, self._spliced, self.spec.timeout, self._expire)
+            calls.start_soon(watch_deadlines, self.calls.spliced, self.spec.timeout, self.calls.expire)
             if self.spec.idle_timeout is not None:
                 calls.start_soon(self._watch_idle, self.spec.idle_timeout)
             if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
@@ -262,12 +279,12 @@ class BackendActor(RequestsMixin):
             await self._ended.wait()
             end = self._end
             assert end is not None
-            self._exit_reason = str(getattr(end, "description", end))
+            self.calls.exit_reason = str(getattr(end, "description", end))
             calls.cancel_scope.cancel()
         if isinstance(end, BackendHung):
             log.warning("backend_hung", reason=end.description)
         else:
-            log.warning("backend_exited", exit=self._link.exit_code, reason=self._exit_reason)
+            log.warning("backend_exited", exit=self._link.exit_code, reason=self.calls.exit_reason)
         raise end
 
     async def _listen(self, session: BackendSession) -> None:
@@ -300,7 +317,7 @@ class BackendActor(RequestsMixin):
         """Ping a quiet backend now and then; silence means it hangs and is restarted."""
         while True:
             await trio.sleep(PING_INTERVAL)
-            if trio.current_time() - self._last_activity < PING_INTERVAL or self.in_flight:
+            if trio.current_time() - self.calls.last_activity < PING_INTERVAL or self.calls.in_flight:
                 continue
             with trio.move_on_after(PING_TIMEOUT) as waited:
                 try:
@@ -314,16 +331,16 @@ class BackendActor(RequestsMixin):
     async def _watch_idle(self, idle_timeout: float) -> None:
         """Ask to be put to sleep after `idle_timeout` s without calls (lazy backends)."""
         while True:
-            await trio.sleep_until(self._last_activity + idle_timeout)
-            quiet = trio.current_time() - self._last_activity >= idle_timeout
-            if quiet and self.in_flight == 0:
+            await trio.sleep_until(self.calls.last_activity + idle_timeout)
+            quiet = trio.current_time() - self.calls.last_activity >= idle_timeout
+            if quiet and self.calls.in_flight == 0:
                 log.info("backend_idle", idle_s=idle_timeout)
                 self._on_idle(self.spec.name)
                 return
 
     async def _serve_mailbox(self, session: BackendSession, calls: trio.Nursery) -> None:
         async for msg in self.inbox:
-            calls.start_soon(self._handle, session, msg)
+            calls.start_soon(self.calls.handle, session, msg)
 
     # ------------------------------------------------------------------ listing
 

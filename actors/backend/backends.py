@@ -71,13 +71,15 @@ class BackendsActor:
         self._rng = rng
         self._pids = pids
         self._sup: Supervisor | None = None
+        #: the actors this supervisor owns, by server (the directory holds only their views)
+        self._actors: dict[str, BackendActor] = {}
         self._nursery: trio.Nursery | None = None
         #: ("wake" | "idle", server): lifecycle requests from sessions and backend actors
         self._lifecycle_send, self._lifecycle_recv = open_mailbox[tuple[str, str]](64)
 
     def listings(self) -> list[BackendListing]:
         """Ready backends' listings in configuration order (read by the router)."""
-        return [h.actor.listing for h in self.directory.value.values() if h.actor.listing]
+        return [h.listing for h in self.directory.value.values() if h.listing]
 
     # ---------------------------------------------------------------- running
 
@@ -146,11 +148,12 @@ class BackendsActor:
             on_spawn=self._pids.record if self._pids is not None else lambda _server, _pid: None,
         )
         wake = lifecycle("wake")
-        return BackendHandle(name=spec.name, mailbox=send, actor=actor, wake=lambda: wake(spec.name))
+        self._actors[spec.name] = actor
+        return BackendHandle(name=spec.name, mailbox=send, view=actor, wake=lambda: wake(spec.name))
 
     async def _apply(self, sup: Supervisor, desired: Mapping[str, ServerSpec]) -> None:
         current = dict(self.directory.value)
-        diff = diff_specs({n: h.actor.spec for n, h in current.items()}, desired)
+        diff = diff_specs({n: h.spec for n, h in current.items()}, desired)
         log.info(
             "backends_apply",
             start=list(diff.start),
@@ -168,8 +171,8 @@ class BackendsActor:
         self.directory.set({name: current[name] for name in desired})
         async with trio.open_nursery() as starting:
             for handle in fresh:
-                if handle.actor.spec.start == "eager":
-                    starting.start_soon(sup.start_child, self._child_spec(handle.actor))
+                if handle.spec.start == "eager":
+                    starting.start_soon(sup.start_child, self._child_spec(self._actors[handle.name]))
                 else:
                     starting.start_soon(self._probe, handle)
         self.settled.set()
@@ -179,18 +182,19 @@ class BackendsActor:
         if handle.name in sup.status():
             await sup.terminate_child(handle.name)
         handle.mailbox.close()
-        handle.actor.mark(BackendState.STOPPED)
+        self._actors[handle.name].mark(BackendState.STOPPED)
         self._drain(handle, "it was removed from the configuration")
+        del self._actors[handle.name]
 
     async def _probe(self, handle: BackendHandle) -> None:
         """Learn a lazy backend's listing with one short start, then let it sleep."""
         try:
-            await handle.actor.probe()
+            await self._actors[handle.name].probe()
         except Exception as exc:
             log.warning("backend_probe_failed", server=handle.name, error=str(main_error(exc)))
-            handle.actor.mark(BackendState.LAZY, last_error=str(main_error(exc)))
+            self._actors[handle.name].mark(BackendState.LAZY, last_error=str(main_error(exc)))
             return
-        handle.actor.mark(BackendState.LAZY)
+        self._actors[handle.name].mark(BackendState.LAZY)
 
     async def _lifecycle(self, sup: Supervisor) -> None:
         async for what, name in self._lifecycle_recv:
@@ -202,17 +206,17 @@ class BackendsActor:
                 log.info("backend_lazy_start", server=name)
                 if name in sup.status():
                     await sup.terminate_child(name)
-                await sup.start_child(self._child_spec(handle.actor))
+                await sup.start_child(self._child_spec(self._actors[handle.name]))
             elif what == "idle" and running:
                 log.info("backend_sleep", server=name)
-                handle.actor.mark(BackendState.LAZY)  # first: its listing stays in the catalog
+                self._actors[handle.name].mark(BackendState.LAZY)  # first: its listing stays in the catalog
                 await sup.terminate_child(name)
                 if not self._inbox_empty(handle):
                     handle.wake()  # calls arrived while it was stopping
 
     @staticmethod
     def _inbox_empty(handle: BackendHandle) -> bool:
-        return handle.actor.inbox.statistics().current_buffer_used == 0
+        return handle.mailbox.statistics().current_buffer_used == 0
 
     async def _command(self, sup: Supervisor, msg: ServerCommand) -> str:
         handle = self.directory.value.get(msg.server)
@@ -224,17 +228,17 @@ class BackendsActor:
             if running:
                 await sup.restart_child(msg.server)
             else:
-                await sup.start_child(self._child_spec(handle.actor))
+                await sup.start_child(self._child_spec(self._actors[handle.name]))
             return f"restarted {msg.server}"
         if msg.action == "stop":
             if running:
                 await sup.terminate_child(msg.server)
-            handle.actor.mark(BackendState.STOPPED)
+            self._actors[handle.name].mark(BackendState.STOPPED)
             self._drain(handle, "it was stopped by hand")
             return f"stopped {msg.server}"
         if msg.action == "start":
             if not running:
-                await sup.start_child(self._child_spec(handle.actor))
+                await sup.start_child(self._child_spec(self._actors[handle.name]))
             return f"started {msg.server}"
         raise ValueError(f"unknown action '{msg.action}' (restart, stop, start)")
 
@@ -244,7 +248,7 @@ class BackendsActor:
         handle = self.directory.value.get(status.id)
         if handle is None:
             return
-        actor = handle.actor
+        actor = self._actors[handle.name]
         error = str(status.last_error) if status.last_error is not None else status.last_exit
         if status.state is ChildState.RESTARTING:
             actor.mark(
@@ -277,7 +281,7 @@ class BackendsActor:
         """Answer every queued request of a backend that will not serve them."""
         while True:
             try:
-                msg = handle.actor.inbox.receive_nowait()
+                msg = self._actors[handle.name].inbox.receive_nowait()
             except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
                 return
             with msg.reply:

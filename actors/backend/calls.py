@@ -1,10 +1,13 @@
-"""Serving a backend's mailbox: one task per request, and server-to-client requests
-routed back to the client whose call caused them.
+"""The request half of a backend actor: its calls, on both lanes, and their books.
 
-`RequestsMixin` is the request half of `BackendActor` (actor.py holds the lifecycle half);
-the attributes it uses are the actor's own state. Requests go to the backend through
-its `BackendSession` (session.py), whichever client speaks it; a tools/call forwarded
-as raw JSON-RPC goes through the process's `Forwarder` instead.
+`CallDesk` is handed what it needs by its `BackendActor` (actor.py holds the lifecycle
+half): the spec, the incarnation's `ProcessLink`, and how to end the incarnation. It
+serves the mailbox (one task per request, in the incarnation's nursery), splices raw
+calls (splice.py: it is the actor's `SpliceLane`), counts calls in flight and in all,
+expires spliced calls past their deadline, and routes server-to-client requests back to
+the client whose call caused them. Requests go to the backend through its
+`BackendSession` (session.py), whichever client speaks it; a tools/call forwarded as
+raw JSON-RPC goes through the process's `Forwarder` instead.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ from assern.actors.backend.messages import (
 )
 from assern.actors.backend.session import BackendSession
 from assern.actors.backend.splice import CallReply, Describe, SplicedCall
-from assern.actors.backend.status import BackendStatus
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
@@ -68,20 +70,46 @@ class CallOrigins:
         return self.origins[max(self.origins)] if self.origins else None
 
 
-class RequestsMixin:
-    spec: ServerSpec
-    in_flight: int
-    calls_total: int
-    _link: ProcessLink
-    _calls: CallOrigins
-    _exit_reason: str | None
-    _last_activity: float
-    _end: Exception | None
-    _status: BackendStatus
-    _spliced: dict[str, SplicedCall]
-    fast_path: bool
-    _set: Callable[..., None]
-    _finish: Callable[[Exception], None]
+class CallDesk:
+    """The calls of one backend: its mailbox's requests and its spliced calls.
+
+    Args:
+        spec: The backend's configuration.
+        finish: Ends the current incarnation with an error (the first reason wins).
+        ended: Whether the current incarnation is ending.
+        last_exit: How the last incarnation ended, for calls cut by a restart.
+    """
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        finish: Callable[[Exception], None],
+        ended: Callable[[], bool],
+        last_exit: Callable[[], str | None],
+    ) -> None:
+        self.spec = spec
+        self._finish = finish
+        self._ended = ended
+        self._last_exit = last_exit
+        #: calls in flight and in all, kept as plain counters (the call path is hot)
+        self.in_flight = 0
+        self.calls_total = 0
+        #: when a call last started or ended (trio time): the ping and idle watchers read it
+        self.last_activity = 0.0
+        #: whether tools/call may take the raw lane (a stdio backend on a handshake version)
+        self.fast_path = False
+        self.begin(ProcessLink())
+
+    def begin(self, link: ProcessLink) -> None:
+        """A new incarnation, on `link`: no call of the last one is known any more."""
+        self._link = link
+        self._calls = CallOrigins()
+        #: this incarnation's spliced calls in flight, by our request id (see splice.py)
+        self.spliced: dict[str, SplicedCall] = {}
+        #: why the incarnation ended, once it did (calls cut by the end are told)
+        self.exit_reason: str | None = None
+        self.in_flight = 0
 
     # ------------------------------------------------------------ spliced calls
 
@@ -104,7 +132,7 @@ class RequestsMixin:
         client's `_meta` for the backend (with `progress`, our token is added to it).
         """
         forwarder = self._link.forwarder
-        if not self.fast_path or forwarder is None or self._end is not None:
+        if not self.fast_path or forwarder is None or self._ended():
             return None
         call = SplicedCall(
             self,
@@ -126,18 +154,18 @@ class RequestsMixin:
             self._calls.origins.pop(call.call_id, None)
             return None
         call.backend_id = backend_id
-        self._spliced[backend_id] = call
+        self.spliced[backend_id] = call
         self.in_flight += 1
         self.calls_total += 1
-        self._last_activity = call.started
+        self.last_activity = call.started
         return call
 
     def spliced_finished(self, call: SplicedCall, *, ok: bool, cancelled: bool = False) -> None:
-        if self._spliced.pop(call.backend_id, None) is None:
+        if self.spliced.pop(call.backend_id, None) is None:
             return
         self._calls.origins.pop(call.call_id, None)
         self.in_flight = max(0, self.in_flight - 1)
-        now = self._last_activity = trio.current_time()
+        now = self.last_activity = trio.current_time()
         log.info(
             "tool_call_finished",
             server=self.spec.name,
@@ -153,10 +181,10 @@ class RequestsMixin:
         link, name = self._link, self.spec.name
 
         async def describe() -> Exception:
-            if self._exit_reason is not None:
-                return BackendUnavailable(name, self._exit_reason)
+            if self.exit_reason is not None:
+                return BackendUnavailable(name, self.exit_reason)
             if reason == STOPPING:  # stopped from outside: a restart, a reload, a stop
-                return BackendUnavailable(name, self._status.last_exit or "it restarted")
+                return BackendUnavailable(name, self._last_exit() or "it restarted")
             with trio.move_on_after(1.0):
                 await link.exited.wait()
             if link.exited.is_set() or link.exit_code is not None:
@@ -165,7 +193,8 @@ class RequestsMixin:
 
         return describe
 
-    def _expire(self, call: SplicedCall) -> None:
+    def expire(self, call: SplicedCall) -> None:
+        """A spliced call ran past its deadline: its client is told, the backend restarted as hung."""
         text = f"did not answer within {call.timeout:g} s"
         call.expire(BackendTimeout(f"server '{self.spec.name}' {text}"))
         # A backend that lets a call run past its timeout is treated as hung: restarted.
@@ -173,7 +202,7 @@ class RequestsMixin:
 
     # ------------------------------------------- server-to-client, back to origin
 
-    async def _ask_origin(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+    async def ask_origin(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Ask the client whose call is the latest in flight, for the backend; its result dict.
 
         Raises RpcError when there is no such call, when the client refuses, and when
@@ -207,9 +236,10 @@ class RequestsMixin:
 
     # -------------------------------------------------------------------- calls
 
-    async def _handle(self, session: BackendSession, msg: BackendRequest) -> None:
+    async def handle(self, session: BackendSession, msg: BackendRequest) -> None:
+        """Answer one request of the mailbox (in a task of the incarnation's nursery)."""
         call_id = self._calls.add(msg.origin if isinstance(msg, CallTool | ForwardCall) else None)
-        self._last_activity = trio.current_time()
+        self.last_activity = trio.current_time()
         self.in_flight += 1
         self.calls_total += 1
         started = trio.current_time()
@@ -219,12 +249,12 @@ class RequestsMixin:
                 answer = await self._answer(session, msg)
             except trio.Cancelled:
                 # The incarnation is going away: tell the caller why, not just "gone".
-                if self._exit_reason is not None:
-                    reply_to(msg.reply, outcome.Error(BackendUnavailable(self.spec.name, self._exit_reason)))
+                if self.exit_reason is not None:
+                    reply_to(msg.reply, outcome.Error(BackendUnavailable(self.spec.name, self.exit_reason)))
                 raise
             finally:
                 self._calls.origins.pop(call_id, None)
-                self._last_activity = trio.current_time()
+                self.last_activity = trio.current_time()
                 self.in_flight = max(0, self.in_flight - 1)
             if answer is not None:
                 reply_to(msg.reply, answer)

@@ -1,39 +1,83 @@
-"""How other actors reach a backend: its mailbox address plus a read-only view of it."""
+"""How other actors reach a backend: its mailbox address, a read-only view, its splice lane.
+
+A `BackendHandle` is all a client connection (or the control plane) holds of a backend:
+the mailbox for typed requests, `BackendView` for what it may read (status, spec,
+listing), and the `SpliceLane` of the raw call path (splice.py). The backend actor
+satisfies both protocols; only the backends supervisor, its owner, holds the actor
+itself.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import attrs
 import trio
 
 from assern.actors.backend.messages import BackendRequest, BackendUnavailable
+from assern.actors.backend.splice import SpliceLane
 from assern.actors.backend.status import BackendState, BackendStatus
+from assern.actors.config.spec import ServerSpec
+from assern.actors.router.catalog import BackendListing
 from assern.supervisor.mailbox import ActorGone, Reply, new_reply
 
-if TYPE_CHECKING:
-    from assern.actors.backend.actor import BackendActor
-
 T = TypeVar("T")
+
+
+class BackendView(SpliceLane, Protocol):
+    """What others may read of a backend (owned and updated by its actor), and its lane."""
+
+    @property
+    def status(self) -> BackendStatus:
+        """A snapshot of its state and counters."""
+        ...
+
+    @property
+    def state(self) -> BackendState:
+        """Its state alone (cheaper than `status`)."""
+        ...
+
+    @property
+    def spec(self) -> ServerSpec:
+        """How it is configured."""
+        ...
+
+    @property
+    def listing(self) -> BackendListing | None:
+        """What it offers, as last listed; None before its first listing or once it failed."""
+        ...
 
 
 @attrs.frozen(kw_only=True, eq=False)
 class BackendHandle:
     name: str
     mailbox: trio.MemorySendChannel[BackendRequest] = attrs.field(repr=False)
-    actor: BackendActor = attrs.field(repr=False)
+    view: BackendView = attrs.field(repr=False)
     #: asks the backends supervisor to start a lazy backend (no-op when it runs)
     wake: Callable[[], None] = attrs.field(default=lambda: None, repr=False)
 
     @property
     def status(self) -> BackendStatus:
-        return self.actor.status
+        return self.view.status
 
     @property
     def state(self) -> BackendState:
-        return self.actor.state
+        return self.view.state
+
+    @property
+    def spec(self) -> ServerSpec:
+        return self.view.spec
+
+    @property
+    def listing(self) -> BackendListing | None:
+        return self.view.listing
+
+    @property
+    def lane(self) -> SpliceLane:
+        """The raw call path into the backend (splice.py)."""
+        return self.view
 
 
 async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendRequest]) -> T:
@@ -65,7 +109,7 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
         raise BackendUnavailable(handle.name, "it was removed from the configuration") from None
     # A request queued for a backend that is not ready waits for its (re)start, but not
     # forever: the start gets `startup_timeout`, the call its own `timeout`.
-    spec = handle.actor.spec
+    spec = handle.spec
     limit = math.inf if status.state is BackendState.READY else spec.startup_timeout + spec.timeout
     try:
         with trio.move_on_after(limit):

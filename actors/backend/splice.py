@@ -1,13 +1,26 @@
-"""Spliced tools/calls: a client's request written straight to the backend's stdin.
+"""The spliced-call contract: a client's tools/call written straight to the backend's stdin.
 
-A call on the raw lane of a ready stdio backend does not go through the backend's
-mailbox, nor get a task of its own. The client connection's reader hands it to
-`BackendActor.splice` (synchronously); the backend's stdout reader hands the answer to
-the connection's `CallReply` (synchronously too), which writes it to the client. The
-actor's bookkeeping rides along in `SplicedCall`: calls in flight and in all, the
-call's origin for server-to-client requests, its deadline (progress resets it) and the
-`tool_call_finished` log line. One task per incarnation, `watch_deadlines`, fails the
-calls that run past their timeout (and the backend is then restarted as hung).
+This module is the seam between the listener and the backend actor on the hot path;
+both sides import it and nothing else of each other. A call on the raw lane of a ready
+stdio backend does not go through the backend's mailbox, nor get a task of its own:
+
+1. The client connection's reader task hands the call to the backend's `SpliceLane`
+   (`BackendHandle.lane.splice`), synchronously; the lane writes the request line to
+   the backend's stdin and returns a `SplicedCall`, or None when the call must take
+   the mailbox instead (not ready, ending, stdin backed up).
+2. The backend's stdout reader task hands the answer and each progress notification
+   to the connection's `CallReply`, synchronously; the reply writes the client's line
+   (the backend's own bytes with the client's id swapped in).
+3. The backend's deadline watcher task (`watch_deadlines`, one per incarnation)
+   expires calls that run past their timeout: `CallReply.failed`, from that task.
+4. When the backend goes away, the task that closes its request table (its stdout
+   reader, or the incarnation's task as it stops the process) calls `CallReply.lost`.
+5. A client's cancellation runs in the connection's reader task: `SplicedCall.cancel`.
+
+The actor's bookkeeping rides along in `SplicedCall` (through `Books`): calls in flight
+and in all, the call's origin for server-to-client requests, its deadline (progress
+resets it) and the `tool_call_finished` log line. No callback here may block or
+await: each runs inside another task's loop.
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ import structlog
 import trio
 
 from assern.actors.backend.forward import Forwarder
+from assern.actors.backend.messages import Origin
 
 log = structlog.get_logger()
 
@@ -31,16 +45,50 @@ class CallReply(Protocol):
 
     def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
         """The backend's response (a dict with `result` or `error`) and its line, in
-        which the id is still ours, `backend_id`."""
+        which the id is still ours, `backend_id`. Runs in the backend's stdout reader."""
 
     def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
-        """A progress notification's params and line (the token is still `backend_id`)."""
+        """A progress notification's params and line (the token is still `backend_id`).
+        Runs in the backend's stdout reader."""
 
     def failed(self, error: Exception) -> None:
-        """No answer will come: the call timed out (the backend is being restarted)."""
+        """No answer will come: the call timed out (the backend is being restarted).
+        Runs in the backend's deadline watcher."""
 
     def lost(self, describe: Describe) -> None:
-        """The backend went away mid-call; `describe` says why, once its exit is known."""
+        """The backend went away mid-call; `describe` says why, once its exit is known.
+        Runs in the task that closed the backend's request table; `describe` may be
+        awaited later, in a task of the connection's own."""
+
+
+class SpliceLane(Protocol):
+    """The backend's side of the raw lane, as a client connection sees it."""
+
+    @property
+    def fast_path(self) -> bool:
+        """Whether calls may be spliced now: a ready stdio backend on a handshake version."""
+        ...
+
+    def splice(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None,
+        reply: CallReply,
+        *,
+        origin: Origin | None,
+        request_id: str | int | None,
+        progress: bool,
+        meta: dict[str, Any] | None = None,
+    ) -> SplicedCall | None:
+        """Write a tools/call for the backend's tool `name` to its stdin, synchronously.
+
+        Runs in the client connection's reader task. None when the call cannot take
+        this way now: the caller then goes through the mailbox, which also waits for a
+        (re)starting backend. `meta` is the client's `_meta` for the backend (with
+        `progress`, our own token is added to it); `origin` receives the backend's
+        server-to-client requests made during the call.
+        """
+        ...
 
 
 class SplicedCall:

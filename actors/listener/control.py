@@ -161,7 +161,7 @@ async def _server_command(plane: ControlPlane, command: Command) -> dict[str, An
     server = proto.string_arg(command, "server")
     assert server is not None
     handle = plane.shared.directory().get(server)
-    limit = (handle.actor.spec.startup_timeout if handle is not None else 0) + COMMAND_SLACK
+    limit = (handle.spec.startup_timeout if handle is not None else 0) + COMMAND_SLACK
     reply, pending = new_reply()
     try:
         with trio.fail_after(limit):

@@ -235,7 +235,7 @@ class HandlersMixin:
 
     async def _set_level(self, ctx: RequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
         for handle in self.shared.directory().values():
-            caps = handle.actor.listing.capabilities if handle.actor.listing else None
+            caps = handle.listing.capabilities if handle.listing else None
             if caps is None or caps.logging is None:
                 continue
             try:

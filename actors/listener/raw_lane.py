@@ -90,14 +90,14 @@ class RawLaneMixin:
             return False
         route = self.shared.catalog.value.tools.get(name)
         handle = self.shared.directory().get(route.server) if route is not None else None
-        if route is None or handle is None or not handle.actor.fast_path or request_id in self._forwarded:
+        if route is None or handle is None or not handle.lane.fast_path or request_id in self._forwarded:
             return False
         token = meta.get("progressToken") if meta else None
         if token is not None and not isinstance(token, str | int):
             return False
         backend_meta = end_to_end_meta(meta)
         reply = RawReply(self, request_id, token, handle.name)
-        spliced = handle.actor.splice(
+        spliced = handle.lane.splice(
             route.original,
             arguments,
             reply,

@@ -347,7 +347,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         owners = [
             handle
             for server, handle in self.shared.directory().items()
-            if name.startswith(naming.server_prefix(server) + "_") and handle.actor.listing is None
+            if name.startswith(naming.server_prefix(server) + "_") and handle.listing is None
         ]
         if not owners:
             return None

@@ -127,7 +127,7 @@ async def test_a_backend_that_answers_its_ping_somehow_is_alive(
 
 async def test_a_busy_backend_is_not_pinged(autojump_clock: trio.testing.MockClock) -> None:
     backend, session = actor(spec("2025-11-25")), Pinged("never")
-    backend.in_flight = 1
+    backend.calls.in_flight = 1
     with trio.move_on_after(5 * PING_INTERVAL):
         await backend._ping(session)  # type: ignore[arg-type]
     assert session.pings == 0

@@ -135,7 +135,7 @@ def setup(*tools: str, settled: bool = True, raw_lane: bool = False) -> Setup:
         splice=lambda *_args, **_kwargs: None,
         listing=SimpleNamespace(capabilities=types.ServerCapabilities(logging=types.LoggingCapability())),
     )
-    handle = BackendHandle(name="a", mailbox=send, actor=actor)  # type: ignore[arg-type]
+    handle = BackendHandle(name="a", mailbox=send, view=actor)  # type: ignore[arg-type]
     event = trio.Event()
     if settled:
         event.set()
@@ -602,7 +602,7 @@ def starting_backend(initialize_wait: float) -> SessionContext:
         state=BackendState.STARTING,
         listing=None,
     )
-    handle = BackendHandle(name="a", mailbox=send, actor=actor)  # type: ignore[arg-type]
+    handle = BackendHandle(name="a", mailbox=send, view=actor)  # type: ignore[arg-type]
     return SessionContext(
         catalog=Cell(Catalog()),
         directory=lambda: {"a": handle},
