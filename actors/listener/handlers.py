@@ -1,15 +1,16 @@
 """The MCP request handlers of a client connection: lists from the catalog snapshot,
 calls, reads and prompts straight to the owning backend's mailbox.
 
-`HandlersMixin` is that part of `ClientConnection`; it uses the connection's own state.
-Each handler takes the request's context (context.py: its id, the client as a `Peer`)
-and its params as their mcp_types model, returns the result model, and fails with an
-`RpcError`: the same handlers serve both protocol eras (protocol.py, modern.py).
+A connection (session.py) owns one `Handlers`, handed the shared `Routing` and how to
+make this client the origin of a backend call. Each handler takes the request's context
+(context.py: its id, the client as a `Peer`) and its params as their mcp_types model,
+returns the result model, and fails with an `RpcError`: the same handlers serve both
+protocol eras (protocol.py, modern.py), through `methods()`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -17,12 +18,14 @@ import structlog
 import trio
 
 from assern.actors.backend import messages as msgs
-from assern.actors.backend.handle import BackendHandle, request
+from assern.actors.backend.handle import request
 from assern.actors.backend.messages import BackendUnavailable, Origin
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.listener.context import Peer, RequestContext, SessionContext, end_to_end_meta, to_rpc_error
+from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
+from assern.actors.listener.protocol import Method
+from assern.actors.listener.routing import Routing
 from assern.actors.router import naming
-from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
+from assern.actors.router.catalog import suggest_tools, unknown_tool_message
 
 log = structlog.get_logger()
 
@@ -33,21 +36,43 @@ def _as_dict(meta: Any) -> dict[str, Any] | None:
     return meta.model_dump(by_alias=True, exclude_none=True) if hasattr(meta, "model_dump") else dict(meta)
 
 
-class HandlersMixin:
-    shared: SessionContext
-    _subscriptions: set[str]
-    _origin: Callable[[Peer], Origin]
-    _handle: Callable[[str], BackendHandle]
-    _down_owner: Callable[[str], BackendUnavailable | None]
-    _record_call: Callable[[str, float], None]
-    _settled_catalog: Callable[[], Awaitable[Catalog]]
+class Handlers:
+    """The request handlers of one connection, and the resources its client subscribed to.
+
+    Args:
+        routing: Lookups over the shared catalog and backends.
+        origin: This client as the origin of a backend call (for server-to-client requests).
+    """
+
+    def __init__(self, routing: Routing, origin: Callable[[Peer], Origin]) -> None:
+        self.shared = routing.shared
+        self._routing = routing
+        self._origin = origin
+        #: the (exposed) resource URIs this client subscribed to
+        self.subscriptions: set[str] = set()
+
+    def methods(self) -> dict[str, Method]:
+        """The request methods this aggregate serves (besides `initialize` and `ping`)."""
+        return {
+            "tools/list": Method(types.PaginatedRequestParams, self._list_tools),
+            "tools/call": Method(types.CallToolRequestParams, self._call_tool),
+            "resources/list": Method(types.PaginatedRequestParams, self._list_resources),
+            "resources/templates/list": Method(types.PaginatedRequestParams, self._list_templates),
+            "resources/read": Method(types.ReadResourceRequestParams, self._read_resource),
+            "resources/subscribe": Method(types.SubscribeRequestParams, self._subscribe),
+            "resources/unsubscribe": Method(types.UnsubscribeRequestParams, self._unsubscribe),
+            "prompts/list": Method(types.PaginatedRequestParams, self._list_prompts),
+            "prompts/get": Method(types.GetPromptRequestParams, self._get_prompt),
+            "completion/complete": Method(types.CompleteRequestParams, self._complete),
+            "logging/setLevel": Method(types.SetLevelRequestParams, self._set_level),
+        }
 
     # ------------------------------------------------------------------ tools
 
     async def _list_tools(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        catalog = await self._settled_catalog()
+        catalog = await self._routing.settled_catalog()
         return types.ListToolsResult(tools=catalog.tool_list)
 
     async def _call_tool(
@@ -56,7 +81,7 @@ class HandlersMixin:
         catalog = self.shared.catalog.value
         route = catalog.tools.get(params.name)
         if route is None and not self.shared.settled.is_set():
-            route = (await self._settled_catalog()).tools.get(params.name)
+            route = (await self._routing.settled_catalog()).tools.get(params.name)
         if route is None:
             if params.name in catalog.hidden:
                 server = catalog.hidden[params.name]
@@ -66,7 +91,7 @@ class HandlersMixin:
                     "exposes only the tools in its `allowed` list.",
                     {"tool": params.name, "server": server},
                 )
-            down = self._down_owner(params.name)
+            down = self._routing.down_owner(params.name)
             if down is not None:
                 raise to_rpc_error(down)
             suggestions = suggest_tools(catalog, params.name)
@@ -87,7 +112,7 @@ class HandlersMixin:
             async def progress(p: float, total: float | None, message: str | None) -> None:
                 await peer.progress(token, p, total, message)
 
-        handle = self._handle(route.server)
+        handle = self._routing.handle(route.server)
         origin = self._origin(ctx.peer)
         started = trio.current_time()
         try:
@@ -104,9 +129,9 @@ class HandlersMixin:
                 ),
             )
         except (BackendUnavailable, Exception) as exc:
-            self._record_call(handle.name, started)
+            self._routing.record_call(handle.name, started)
             raise to_rpc_error(exc) from None
-        self._record_call(handle.name, started)
+        self._routing.record_call(handle.name, started)
         return result
 
     # -------------------------------------------------------------- resources
@@ -114,13 +139,13 @@ class HandlersMixin:
     async def _list_resources(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        catalog = await self._settled_catalog()
+        catalog = await self._routing.settled_catalog()
         return types.ListResourcesResult(resources=[r.resource for r in catalog.resources.values()])
 
     async def _list_templates(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        catalog = await self._settled_catalog()
+        catalog = await self._routing.settled_catalog()
         return types.ListResourceTemplatesResult(resource_templates=[t.template for t in catalog.templates])
 
     def _resource_owner(self, uri: str) -> tuple[str, str]:
@@ -143,7 +168,7 @@ class HandlersMixin:
         server, original = self._resource_owner(str(params.uri))
         try:
             result: types.ReadResourceResult = await request(
-                self._handle(server), lambda reply: msgs.ReadResource(uri=original, reply=reply)
+                self._routing.handle(server), lambda reply: msgs.ReadResource(uri=original, reply=reply)
             )
         except Exception as exc:
             raise to_rpc_error(exc) from None
@@ -168,28 +193,28 @@ class HandlersMixin:
         server, original = self._resource_owner(uri)
         try:
             await request(
-                self._handle(server),
+                self._routing.handle(server),
                 lambda reply: msgs.Subscribe(uri=original, subscribe=on, reply=reply),
             )
         except Exception as exc:
             raise to_rpc_error(exc) from None
         if on:
-            self._subscriptions.add(uri)
+            self.subscriptions.add(uri)
         else:
-            self._subscriptions.discard(uri)
+            self.subscriptions.discard(uri)
 
     # ---------------------------------------------------------------- prompts
 
     async def _list_prompts(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        catalog = await self._settled_catalog()
+        catalog = await self._routing.settled_catalog()
         return types.ListPromptsResult(prompts=[p.prompt for p in catalog.prompts.values()])
 
     async def _get_prompt(
         self, ctx: RequestContext, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult:
-        catalog = await self._settled_catalog()
+        catalog = await self._routing.settled_catalog()
         route = catalog.prompts.get(params.name)
         if route is None:
             raise RpcError(
@@ -199,7 +224,7 @@ class HandlersMixin:
             )
         try:
             return await request(
-                self._handle(route.server),
+                self._routing.handle(route.server),
                 lambda reply: msgs.GetPrompt(name=route.original, arguments=params.arguments, reply=reply),
             )
         except Exception as exc:
@@ -220,7 +245,7 @@ class HandlersMixin:
         context = params.context.arguments if params.context is not None else None
         try:
             return await request(
-                self._handle(server),
+                self._routing.handle(server),
                 lambda reply: msgs.Complete(
                     ref=backend_ref,
                     argument={"name": params.argument.name, "value": params.argument.value},

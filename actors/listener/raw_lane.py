@@ -1,8 +1,10 @@
 """The raw lane: tools/call forwarded as JSON without re-validating models.
 
-`RawLaneMixin` is the part of `ClientConnection` that takes a tools/call (and its
-cancellation) and tools/list off the wire before the session (protocol.py) validates
-them. It uses the connection's own state and line writer. A call to a ready backend is
+A connection (session.py) owns one `RawLane`, handed the shared `Routing`, the
+connection's session (once initialized) and how to make the client a call's origin; the
+connection attaches its line writer and request nursery while it serves. The lane takes
+a tools/call (and its cancellation) and tools/list off the wire, in the connection's
+reader task, before the session (protocol.py) validates them. A call to a ready backend is
 spliced (actors/backend/splice.py): `RawReply` gets the backend's answer in the
 backend's stdout reader and writes it to the client with the client's id. A call to a
 backend that is not ready goes through its mailbox in a task of its own, which waits
@@ -13,7 +15,7 @@ declines (errors included) is the session's to answer.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -28,8 +30,9 @@ from assern.actors.backend.messages import Origin
 from assern.actors.backend.splice import Describe, SplicedCall
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.listener.context import Peer, SessionContext, end_to_end_meta, to_rpc_error
+from assern.actors.listener.context import Peer, end_to_end_meta, to_rpc_error
 from assern.actors.listener.jsonl import SendRaw
+from assern.actors.listener.routing import Routing
 
 if TYPE_CHECKING:
     from assern.actors.listener.protocol import ServerSession
@@ -37,19 +40,39 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 
-class RawLaneMixin:
-    shared: SessionContext
-    _nursery: trio.Nursery | None
-    _send_raw: SendRaw | None
-    #: raw-lane calls in flight by the client's request id: spliced, or in a task
-    _forwarded: dict[str | int, SplicedCall | trio.CancelScope]
-    _raw_origin_value: Origin | None
-    _origin: Callable[[Peer], Origin]
-    _initialized: Callable[[], ServerSession | None]
-    _record_call: Callable[[str, float], None]
-    _catalog_complete: Callable[[], bool]
+class RawLane:
+    """The raw lane of one connection: its calls in flight, by the client's request id.
 
-    # --------------------------------------------------------------- raw lane
+    Args:
+        routing: Lookups over the shared catalog and backends.
+        session: The connection's handshake-era session once initialized, else None (the
+            lane is open on initialized sessions only).
+        origin: This client as the origin of a backend call.
+    """
+
+    def __init__(
+        self,
+        routing: Routing,
+        session: Callable[[], ServerSession | None],
+        origin: Callable[[Peer], Origin],
+    ) -> None:
+        self.shared = routing.shared
+        self._routing = routing
+        self._initialized = session
+        self._origin = origin
+        self._nursery: trio.Nursery | None = None
+        self._send_raw: SendRaw | None = None
+        #: raw-lane calls in flight by the client's request id: spliced, or in a task
+        self._forwarded: dict[str | int, SplicedCall | trio.CancelScope] = {}
+        self._raw_origin_value: Origin | None = None
+
+    def attach(self, send_raw: SendRaw, nursery: trio.Nursery) -> None:
+        """Serve calls: answers go to `send_raw`; calls that wait run in `nursery`."""
+        self._send_raw, self._nursery = send_raw, nursery
+
+    def detach(self) -> None:
+        """The connection ended: nothing more is written or started."""
+        self._send_raw = self._nursery = None
 
     def intercept(self, raw: Any) -> bool:
         """Take a tools/call (or its cancellation) off the wire before the session sees it.
@@ -124,7 +147,7 @@ class RawLaneMixin:
             self._raw_origin_value = self._origin(protocol)
         return self._raw_origin_value
 
-    def _cancel_forwarded(self, *, answer: bool = True) -> None:
+    def cancel_all(self, *, answer: bool = True) -> None:
         """The client left: cancel its raw-lane calls still in flight at the backends.
 
         With `answer`, each is answered "Connection closed", as the session answers its
@@ -135,15 +158,25 @@ class RawLaneMixin:
         for request_id, entry in forwarded.items():
             entry.cancel()
             if answer:
-                self._write_raw(error_reply(request_id, closed))
+                self.write(error_reply(request_id, closed))
 
-    def _write_raw(self, line: bytes) -> None:
+    def write(self, line: bytes) -> None:
         """Write one line to the client now, or in a task when too much waits already."""
         send_raw, nursery = self._send_raw, self._nursery
         if send_raw is None:
             return
         if not send_raw.write_nowait(line) and send_raw.broken is None and nursery is not None:
             nursery.start_soon(self._write_quietly, send_raw, line)  # waits for room
+
+    def call_done(self, request_id: str | int, server: str, started: float) -> None:
+        """A call of the lane ended (answered or failed): forget it and count it."""
+        self._forwarded.pop(request_id, None)
+        self._routing.record_call(server, started)
+
+    def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        """Run `fn(*args)` in the connection's request nursery, while it serves."""
+        if self._nursery is not None:
+            self._nursery.start_soon(fn, *args)
 
     @staticmethod
     async def _write_quietly(send_raw: SendRaw, line: bytes) -> None:
@@ -160,13 +193,13 @@ class RawLaneMixin:
             not isinstance(params, dict) or PROTOCOL_VERSION_META_KEY in (params.get("_meta") or {})
         ):
             return False
-        if not (self.shared.settled.is_set() and self._catalog_complete()):
+        if not (self.shared.settled.is_set() and self._routing.catalog_complete()):
             return False  # the session's tools/list waits for the starting backends
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
         tools = b"".join((b'{"tools":', self.shared.catalog.value.tools_json, b"}"))
-        self._write_raw(framing.encoded_result(request_id, tools))
+        self.write(framing.encoded_result(request_id, tools))
         return True
 
     async def _forward_call(
@@ -212,7 +245,7 @@ class RawLaneMixin:
                     out = framing.result(request_id, result)
                 except Exception as exc:
                     out = error_reply(request_id, exc)
-                self._record_call(handle.name, started)
+                self._routing.record_call(handle.name, started)
                 await self._write_quietly(send_raw, out)
         finally:
             self._forwarded.pop(request_id, None)
@@ -227,25 +260,23 @@ def error_reply(request_id: str | int, error: Exception) -> bytes:
 class RawReply:
     """A client's raw-lane tools/call as the backend's answer reaches it (splice.CallReply).
 
-    Everything here runs synchronously in the backend's stdout reader: the response is
-    rewritten to the client's request id (and progress to the client's token) and put
-    on the client's line channel.
+    `answered` and `progressed` run synchronously in the backend's stdout reader: the
+    response is rewritten to the client's request id (and progress to the client's token)
+    and put on the client's line channel. `failed` runs in the backend's deadline watcher,
+    `lost` in the task that closed the backend's request table (splice.py).
     """
 
-    __slots__ = ("_connection", "_request_id", "_server", "_started", "_token")
+    __slots__ = ("_lane", "_request_id", "_server", "_started", "_token")
 
-    def __init__(
-        self, connection: RawLaneMixin, request_id: str | int, token: str | int | None, server: str
-    ) -> None:
-        self._connection = connection
+    def __init__(self, lane: RawLane, request_id: str | int, token: str | int | None, server: str) -> None:
+        self._lane = lane
         self._request_id = request_id
         self._token = token
         self._server = server
         self._started = trio.current_time()
 
     def _done(self) -> None:
-        self._connection._forwarded.pop(self._request_id, None)
-        self._connection._record_call(self._server, self._started)
+        self._lane.call_done(self._request_id, self._server, self._started)
 
     def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
         if "result" in message:
@@ -255,7 +286,7 @@ class RawReply:
                 out = framing.result(self._request_id, message["result"])
         else:
             out = error_reply(self._request_id, error_of(message))
-        self._connection._write_raw(out)
+        self._lane.write(out)
         self._done()  # after the write: the client waits for the answer, not for this
 
     def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
@@ -263,7 +294,7 @@ class RawReply:
         out = swap_id(line, backend_id, self._token)
         if out is None:
             out = framing.notification("notifications/progress", {**params, "progressToken": self._token})
-        self._connection._write_raw(out)
+        self._lane.write(out)
 
     def failed(self, error: Exception) -> None:
         self._done()
@@ -271,12 +302,10 @@ class RawReply:
 
     def lost(self, describe: Describe) -> None:
         self._done()
-        nursery = self._connection._nursery
-        if nursery is not None:
-            nursery.start_soon(self._send_lost, describe)
+        self._lane.start_soon(self._send_lost, describe)
 
     async def _send_lost(self, describe: Describe) -> None:
         self._send_error(await describe())
 
     def _send_error(self, error: Exception) -> None:
-        self._connection._write_raw(error_reply(self._request_id, error))
+        self._lane.write(error_reply(self._request_id, error))

@@ -3,8 +3,9 @@
 Every connected client gets its own `ClientConnection`, so server-to-client requests of
 a backend go back to the client whose call caused them. Lists are served from the
 router's immutable catalog; calls go straight to the owning backend's mailbox: the
-router is not on the call path. The request handlers live in handlers.py, the raw
-tools/call lane in raw_lane.py.
+router is not on the call path. A connection owns two collaborators: its request
+handlers (handlers.py) and its raw tools/call lane (raw_lane.py), both handed the
+shared `Routing` (routing.py) and what they need of the connection.
 
 A connection reads newline-delimited JSON-RPC (jsonl.py) and writes through one line
 writer, so the raw lane's lines and the session's stay in order. Its first request
@@ -35,8 +36,7 @@ import mcp_types as types
 import structlog
 import trio
 
-from assern.actors.backend.handle import BackendHandle
-from assern.actors.backend.messages import BackendUnavailable, Origin
+from assern.actors.backend.messages import Origin
 from assern.actors.backend.status import BackendState
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
@@ -49,13 +49,13 @@ from assern.actors.listener.context import (
     SessionContext,
     to_rpc_error,
 )
-from assern.actors.listener.handlers import HandlersMixin
+from assern.actors.listener.handlers import Handlers
 from assern.actors.listener.handshake import SERVER_VERSION
 from assern.actors.listener.jsonl import SendRaw, parse_message
 from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
-from assern.actors.listener.raw_lane import RawLaneMixin
+from assern.actors.listener.raw_lane import RawLane
+from assern.actors.listener.routing import Routing
 from assern.actors.router import naming
-from assern.actors.router.catalog import Catalog
 from assern.supervisor.io.reader import LineReader, LineTooLong
 from assern.supervisor.io.writer import DirectWriter
 
@@ -75,7 +75,7 @@ _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 Incoming = tuple[Any, types.JSONRPCMessage]
 
 
-class ClientConnection(HandlersMixin, RawLaneMixin):
+class ClientConnection:
     """The per-client state: its id, its session, its subscriptions and calls in flight."""
 
     def __init__(self, client_id: str, shared: SessionContext) -> None:
@@ -85,12 +85,10 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         self._protocol: ServerSession | None = None
         #: a 2026-07-28 connection's change events (its listen streams), while serving one
         self._events: Events | None = None
-        self._subscriptions: set[str] = set()
-        self._send_raw: SendRaw | None = None
         self._nursery: trio.Nursery | None = None
-        #: raw-lane calls in flight, by the client's request id (for its cancellations)
-        self._forwarded: dict[str | int, Any] = {}
-        self._raw_origin_value: Origin | None = None
+        self.routing = Routing(shared)
+        self.handlers = Handlers(self.routing, self._origin)
+        self.lane = RawLane(self.routing, self._initialized, self._origin)
         self._seen_version = shared.catalog.version
         #: when the client connected (epoch seconds) and the name it gave at initialize
         self.connected_at = time.time()
@@ -100,19 +98,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
 
     def methods(self) -> dict[str, Method]:
         """The request methods this aggregate serves (besides `initialize` and `ping`)."""
-        return {
-            "tools/list": Method(types.PaginatedRequestParams, self._list_tools),
-            "tools/call": Method(types.CallToolRequestParams, self._call_tool),
-            "resources/list": Method(types.PaginatedRequestParams, self._list_resources),
-            "resources/templates/list": Method(types.PaginatedRequestParams, self._list_templates),
-            "resources/read": Method(types.ReadResourceRequestParams, self._read_resource),
-            "resources/subscribe": Method(types.SubscribeRequestParams, self._subscribe),
-            "resources/unsubscribe": Method(types.UnsubscribeRequestParams, self._unsubscribe),
-            "prompts/list": Method(types.PaginatedRequestParams, self._list_prompts),
-            "prompts/get": Method(types.GetPromptRequestParams, self._get_prompt),
-            "completion/complete": Method(types.CompleteRequestParams, self._complete),
-            "logging/setLevel": Method(types.SetLevelRequestParams, self._set_level),
-        }
+        return self.handlers.methods()
 
     async def serve(
         self,
@@ -133,7 +119,8 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                     nursery.start_soon(out.pump)
                     nursery.start_soon(self._follow_catalog)
                     async with trio.open_nursery() as requests:
-                        self._send_raw, self._nursery = out, requests
+                        self._nursery = requests
+                        self.lane.attach(out, requests)
                         await self._serve_lines(framing.line_reader(receive), out, answered)
                         # What still runs for the client gets its last chance to finish.
                         requests.cancel_scope.deadline = trio.current_time() + CLOSE_GRACE
@@ -142,8 +129,9 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                         await out.drain()
                     nursery.cancel_scope.cancel()
             finally:
-                self._cancel_forwarded(answer=False)  # the writer is done by now
-                self._send_raw = self._nursery = self._protocol = self._events = None
+                self.lane.cancel_all(answer=False)  # the writer is done by now
+                self.lane.detach()
+                self._nursery = self._protocol = self._events = None
                 log.info("client_disconnected")
 
     async def _serve_lines(self, reader: LineReader, out: SendRaw, answered: types.RequestId | None) -> None:
@@ -174,7 +162,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
                 # The client left: what still runs for it is cancelled (and answered, if
                 # the session's own), here at the backends too.
                 session.close()
-                self._cancel_forwarded()
+                self.lane.cancel_all()
         except _GONE:
             pass  # the client is gone
         except LineTooLong as exc:  # this client is not served further
@@ -201,7 +189,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             if isinstance(raw, bytes):
                 await out.write(raw)
                 continue
-            if intercept and self.intercept(raw):
+            if intercept and self.lane.intercept(raw):
                 continue
             message = parse_message(raw)
             if isinstance(message, bytes):
@@ -220,7 +208,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         # `initialize_wait` lets it wait for backends nobody knows anything about yet.
         if self.shared.initialize_wait > 0 and self._unknown_backends():
             with trio.move_on_after(self.shared.initialize_wait):
-                await self._wait_settled(math.inf)
+                await self.routing.wait_settled(math.inf)
         return Greeting(
             capabilities=self.capabilities().model_dump(by_alias=True, mode="json", exclude_none=True),
             server_name=self.shared.server_name,
@@ -298,7 +286,7 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
         """Forward a backend's resource update or log message to this client."""
         if isinstance(note, types.ResourceUpdatedNotification):
             uri = naming.resource_uri(server, str(note.params.uri))
-            if uri not in self._subscriptions:
+            if uri not in self.handlers.subscriptions:
                 return
             if self._events is not None:
                 await self._events.resource_updated(uri)
@@ -317,56 +305,6 @@ class ClientConnection(HandlersMixin, RawLaneMixin):
             await protocol.notify("notifications/message", message)
 
     # ---------------------------------------------------------------- helpers
-
-    def _catalog_complete(self) -> bool:
-        catalog = self.shared.catalog.value
-        return all(
-            name in catalog.servers
-            for name, handle in self.shared.directory().items()
-            if handle.state is BackendState.READY
-        )
-
-    async def _wait_settled(self, limit: float) -> None:
-        """Wait (at most `limit` s) until every eager backend had its first start and the
-        catalog lists every ready one."""
-        if self.shared.settled.is_set() and self._catalog_complete():
-            return
-        with trio.move_on_after(limit):
-            await self.shared.settled.wait()
-            cell = self.shared.catalog
-            version = cell.version
-            while not self._catalog_complete():
-                version, _ = await cell.changed(version)
-
-    async def _settled_catalog(self) -> Catalog:
-        await self._wait_settled(self.shared.list_wait)
-        return self.shared.catalog.value
-
-    def _down_owner(self, name: str) -> BackendUnavailable | None:
-        """Why a name that carries a down server's prefix cannot be called, if it does."""
-        owners = [
-            handle
-            for server, handle in self.shared.directory().items()
-            if name.startswith(naming.server_prefix(server) + "_") and handle.listing is None
-        ]
-        if not owners:
-            return None
-        status = max(owners, key=lambda h: len(h.name)).status
-        if status.state is BackendState.FAILED:
-            reason = f"it failed after {status.restarts} restarts ({status.last_error})"
-        else:
-            reason = f"it is {status.state.value}" + (f" ({status.last_error})" if status.last_error else "")
-        return BackendUnavailable(status.server, reason)
-
-    def _record_call(self, server: str, started: float) -> None:
-        """Count one finished call (answered or failed) in the latency window."""
-        self.shared.stats.record(server, (trio.current_time() - started) * 1000)
-
-    def _handle(self, server: str) -> BackendHandle:
-        handle = self.shared.directory().get(server)
-        if handle is None:
-            raise RpcError(UNAVAILABLE, f"server '{server}' is not configured")
-        return handle
 
     def _origin(self, peer: Peer) -> Origin:
         """This client as the origin of a backend call: what the backend asks goes to `peer`.
