@@ -39,7 +39,6 @@ task outlives the supervisor.
 from __future__ import annotations
 
 import contextlib
-import enum
 import functools
 import math
 import random
@@ -49,111 +48,18 @@ from typing import Any, final
 import attrs
 import trio
 
+from assern.supervisor.children import Child, Incarnation, Plan, Readiness, stopped_changes, waiting_state
 from assern.supervisor.exits import Exit, error_of, run_child, wants_restart
 from assern.supervisor.intensity import RestartLedger, backoff_delay
 from assern.supervisor.spec import ChildSpec, Restart, Strategy, SupervisorSpec
+from assern.supervisor.status import (
+    ChildExhausted,
+    ChildState,
+    ChildStatus,
+    SupervisorError,
+    SupervisorExhausted,
+)
 from assern.supervisor.trionics import raise_unwrapped, run_shielded_nursery, sole_member
-
-
-class ChildState(enum.Enum):
-    STARTING = "starting"  #: launched, `task_status.started()` not called yet (or queued)
-    RUNNING = "running"  #: called `task_status.started()`
-    RESTARTING = "restarting"  #: down, waiting for its backoff to restart
-    FAILED = "failed"  #: exhausted its restart policy; stays down until restarted by hand
-    STOPPED = "stopped"  #: down for good: not restarted by its restart type, or shut down
-
-
-@attrs.frozen(kw_only=True)
-class ChildStatus:
-    """A snapshot of one child, replaced whole on every change (times are trio times)."""
-
-    id: str
-    state: ChildState
-    #: incarnations after the first one (automatic and manual restarts)
-    restarts: int = 0
-    #: when the pending restart is due, while RESTARTING (or STARTING behind a backoff)
-    next_restart_at: float | None = None
-    #: when the current incarnation was launched, while STARTING or RUNNING
-    started_at: float | None = None
-    #: how the last incarnation ended, e.g. "crashed: RuntimeError('boom')"
-    last_exit: str | None = None
-    last_error: Exception | None = attrs.field(default=None, repr=False)
-
-
-class SupervisorError(Exception):
-    """The supervisor gave up: it shut its children down and exits with this error."""
-
-
-class SupervisorExhausted(SupervisorError):
-    """More than `intensity` restarts happened within `period` seconds."""
-
-    def __init__(self, intensity: int, period: float, child_id: str) -> None:
-        super().__init__(
-            f"more than {intensity} restarts within {period:g}s (the last one for child "
-            f"{child_id!r}); the supervisor shut its children down"
-        )
-        self.intensity = intensity
-        self.period = period
-        self.child_id = child_id
-
-
-class ChildExhausted(SupervisorError):
-    """A child with `escalate=True` exceeded its own restart policy."""
-
-    def __init__(self, child_id: str, max_restarts: int, restart_window: float) -> None:
-        super().__init__(
-            f"child {child_id!r} exceeded {max_restarts} restarts within "
-            f"{restart_window:g}s and escalates; the supervisor shut its children down"
-        )
-        self.child_id = child_id
-
-
-@attrs.define(eq=False)
-class _Incarnation:
-    """One run of a child: its cancel scope and how it ended."""
-
-    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
-    done: trio.Event = attrs.Factory(trio.Event)
-    exit: Exit | None = None
-
-
-@attrs.define(eq=False)
-class _Plan:
-    """Children waiting, in start order, for one backoff to end before they start."""
-
-    due: float
-    members: list[_Child] = attrs.Factory(list)
-    scope: trio.CancelScope = attrs.Factory(trio.CancelScope)
-    executing: bool = False
-
-
-@attrs.define(eq=False)
-class _Child:
-    spec: ChildSpec
-    ledger: RestartLedger
-    status: ChildStatus
-    current: _Incarnation | None = None
-    plan: _Plan | None = None
-    incarnations: int = 0
-
-
-class _Readiness:
-    """The `task_status` a child sees: forwards `started()` and reports readiness.
-
-    The value a child passes to `started()` is ignored.
-    """
-
-    def __init__(self, task_status: trio.TaskStatus[Exit | None], on_started: Callable[[], None]) -> None:
-        self._task_status = task_status
-        self._on_started = on_started
-        self.called = False
-
-    def started(self, value: object = None) -> None:
-        if self.called:
-            raise RuntimeError("called 'started' twice on the same task status")
-        self.called = True
-        self._task_status.started(None)
-        self._on_started()
 
 
 @final
@@ -181,11 +87,11 @@ class Supervisor:
         self._owner_scope = owner_scope
         self._rng = rng
         self._on_change = on_change
-        self._children: list[_Child] = []
-        self._by_id: dict[str, _Child] = {}
+        self._children: list[Child] = []
+        self._by_id: dict[str, Child] = {}
         self._lock = trio.Lock()
         self._ledger = None if spec.intensity is None else RestartLedger(spec.intensity, spec.period)
-        self._plans: set[_Plan] = set()
+        self._plans: set[Plan] = set()
         self._op_scopes: set[trio.CancelScope] = set()
         self._closing = False
         self._failure: SupervisorError | None = None
@@ -250,7 +156,7 @@ class Supervisor:
             self._check_open()
             child = self._by_id[child_id]
             text = await self._take_down(child)
-            self._publish(child, _stopped_changes(text))
+            self._publish(child, stopped_changes(text))
             self._children.remove(child)
             del self._by_id[child_id]
 
@@ -269,14 +175,14 @@ class Supervisor:
             children = [self._by_id[child_id] for child_id in child_ids if child_id in self._by_id]
             ended: dict[str, str | None] = {}
 
-            async def take_down(child: _Child) -> None:
+            async def take_down(child: Child) -> None:
                 ended[child.spec.id] = await self._take_down(child)
 
             async with trio.open_nursery() as nursery:
                 for child in children:
                     nursery.start_soon(take_down, child)
             for child in children:
-                self._publish(child, _stopped_changes(ended[child.spec.id]))
+                self._publish(child, stopped_changes(ended[child.spec.id]))
                 self._children.remove(child)
                 del self._by_id[child.spec.id]
 
@@ -334,7 +240,7 @@ class Supervisor:
         for child in reversed(self._children):
             text = await self._take_down(child)
             if child.status.state not in (ChildState.FAILED, ChildState.STOPPED):
-                self._publish(child, _stopped_changes(text))
+                self._publish(child, stopped_changes(text))
 
     def _cancel_plans(self) -> None:
         for plan in self._plans:
@@ -370,8 +276,8 @@ class Supervisor:
 
     # ------------------------------------------------------------------ children
 
-    def _add(self, spec: ChildSpec) -> _Child:
-        child = _Child(
+    def _add(self, spec: ChildSpec) -> Child:
+        child = Child(
             spec=spec,
             ledger=RestartLedger.for_policy(spec.policy),
             status=ChildStatus(id=spec.id, state=ChildState.STARTING),
@@ -380,7 +286,7 @@ class Supervisor:
         self._by_id[spec.id] = child
         return child
 
-    def _publish(self, child: _Child, changes: Mapping[str, Any]) -> None:
+    def _publish(self, child: Child, changes: Mapping[str, Any]) -> None:
         """Replace the child's status snapshot and tell `on_change` if it changed."""
         status = attrs.evolve(child.status, **changes)
         if status == child.status:
@@ -391,7 +297,7 @@ class Supervisor:
             with contextlib.suppress(Exception):
                 self._on_change(status)
 
-    async def _start_or_join(self, child: _Child) -> None:
+    async def _start_or_join(self, child: Child) -> None:
         """Start a new child, or queue it behind a pending group restart (lock held)."""
         plan = self._pending_group_plan()
         if plan is None:
@@ -401,7 +307,7 @@ class Supervisor:
         plan.members.append(child)
         self._publish(child, {"state": ChildState.STARTING, "next_restart_at": plan.due})
 
-    def _pending_group_plan(self) -> _Plan | None:
+    def _pending_group_plan(self) -> Plan | None:
         if self._spec.strategy is Strategy.ONE_FOR_ONE:
             return None
         # A group restart absorbs the members of earlier ones, so at most one waits.
@@ -410,20 +316,20 @@ class Supervisor:
                 return plan
         return None
 
-    async def _launch_and_settle(self, child: _Child) -> None:
+    async def _launch_and_settle(self, child: Child) -> None:
         """Start one incarnation; apply the policy if it ends before `started()`."""
         early_exit = await self._launch(child)
         if early_exit is not None:
             await self._handle_exit(child, early_exit)
 
-    async def _launch(self, child: _Child) -> Exit | None:
+    async def _launch(self, child: Child) -> Exit | None:
         """Start one incarnation (lock held); its `Exit` if it ended before `started()`.
 
         Cancellation: if the starter is cancelled before the child called `started()`,
         the incarnation is cancelled with it, the child is marked STOPPED (it is not
         restarted) and `trio.Cancelled` propagates.
         """
-        inc = _Incarnation()
+        inc = Incarnation()
         child.current = inc
         child.incarnations += 1
         self._publish(
@@ -446,25 +352,25 @@ class Supervisor:
         except BaseException:
             if child.current is inc:
                 child.current = None
-                self._publish(child, _stopped_changes("cancelled while starting"))
+                self._publish(child, stopped_changes("cancelled while starting"))
             raise
         if child.current is not inc:
             return None  # terminated or restarted by another operation while starting
         return result
 
-    async def _start_incarnation(self, child: _Child, inc: _Incarnation) -> Exit | None:
+    async def _start_incarnation(self, child: Child, inc: Incarnation) -> Exit | None:
         result: Exit | None = await self._nursery.start(self._incarnation, child, inc)
         return result
 
     async def _incarnation(
         self,
-        child: _Child,
-        inc: _Incarnation,
+        child: Child,
+        inc: Incarnation,
         *,
         task_status: trio.TaskStatus[Exit | None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Run one incarnation; report an early exit to the starter, a later one here."""
-        ready = _Readiness(task_status, functools.partial(self._on_ready, child, inc))
+        ready = Readiness(task_status, functools.partial(self._on_ready, child, inc))
         try:
             inc.exit = await run_child(child.spec.start, inc.scope, ready)
         finally:
@@ -478,11 +384,11 @@ class Supervisor:
             with self._interruptible():
                 await self._handle_exit(child, inc.exit)
 
-    def _on_ready(self, child: _Child, inc: _Incarnation) -> None:
+    def _on_ready(self, child: Child, inc: Incarnation) -> None:
         if child.current is inc:
             self._publish(child, {"state": ChildState.RUNNING})
 
-    async def _handle_exit(self, child: _Child, ended: Exit) -> None:
+    async def _handle_exit(self, child: Child, ended: Exit) -> None:
         """Apply restart type, intensities and strategy to an ended child (lock held)."""
         if self._closing:
             return
@@ -511,19 +417,19 @@ class Supervisor:
             await self._fail_because(SupervisorExhausted(intensity, period, child.spec.id), ended)
             return
         delay = backoff_delay(len(child.ledger), policy, self._rng.random())
-        plan = _Plan(due=now + delay)
+        plan = Plan(due=now + delay)
         self._publish(child, {**changes, "state": ChildState.RESTARTING, "next_restart_at": plan.due})
         members = [child]
         for sibling in reversed(self._siblings_to_restart(child)):
             text = await self._take_down(sibling)
             if sibling.spec.policy.restart is Restart.TEMPORARY and sibling.incarnations:
-                self._publish(sibling, _stopped_changes(text))
+                self._publish(sibling, stopped_changes(text))
                 continue
             members.append(sibling)
             self._publish(
                 sibling,
                 {
-                    "state": _waiting_state(sibling),
+                    "state": waiting_state(sibling),
                     "next_restart_at": plan.due,
                     "started_at": None,
                     **({} if text is None else {"last_exit": text}),
@@ -539,7 +445,7 @@ class Supervisor:
         failure.__cause__ = error_of(ended)
         await self._fail(failure)
 
-    def _siblings_to_restart(self, child: _Child) -> list[_Child]:
+    def _siblings_to_restart(self, child: Child) -> list[Child]:
         """The other children the strategy takes down with `child`, in start order."""
         if self._spec.strategy is Strategy.ONE_FOR_ONE:
             return []
@@ -550,7 +456,7 @@ class Supervisor:
         # FAILED and STOPPED children stay down; only live or queued ones take part.
         return [c for c in candidates if c is not child and (c.current is not None or c.plan is not None)]
 
-    async def _take_down(self, child: _Child) -> str | None:
+    async def _take_down(self, child: Child) -> str | None:
         """Terminate the child's incarnation and drop its pending restart (lock held).
 
         Returns:
@@ -574,7 +480,7 @@ class Supervisor:
                 return f"did not stop within {grace:g}s"
         return None if inc.exit is None else inc.exit.describe()
 
-    async def _run_plan(self, plan: _Plan) -> None:
+    async def _run_plan(self, plan: Plan) -> None:
         """Wait for the backoff, then start the plan's members in order."""
         try:
             with plan.scope:
@@ -589,23 +495,6 @@ class Supervisor:
                         await self._launch_and_settle(child)
         finally:
             self._plans.discard(plan)
-
-
-def _waiting_state(child: _Child) -> ChildState:
-    """RESTARTING for a child that ran before, STARTING for one still to start."""
-    return ChildState.RESTARTING if child.incarnations else ChildState.STARTING
-
-
-def _stopped_changes(text: str | None) -> dict[str, Any]:
-    """Status changes for a child that is down for good; `text` is how it ended."""
-    changes: dict[str, Any] = {
-        "state": ChildState.STOPPED,
-        "next_restart_at": None,
-        "started_at": None,
-    }
-    if text is not None:
-        changes["last_exit"] = text
-    return changes
 
 
 @contextlib.asynccontextmanager
