@@ -19,7 +19,6 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,8 @@ from assern.app.running import environ, list_rows, loader, run_dir, tool_rows, w
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
     from assern.app.detach import LauncherLink
     from assern.app.election import Primary, Proxy
     from assern.app.tree import Tree

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import socket
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assern.actors.listener.control_protocol import PROTOCOL_VERSION
 from assern.actors.listener.unix_socket import same_user
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 MAX_REPLY = 64 * 1024 * 1024
 
@@ -103,7 +105,8 @@ def request(
     if not isinstance(reply, dict):
         raise ControlUnavailable(f"{path}: the answer is not a JSON object")
     if not reply.get("ok"):
-        error = reply.get("error") if isinstance(reply.get("error"), dict) else {}
+        found = reply.get("error")
+        error: dict[str, Any] = found if isinstance(found, dict) else {}
         raise ControlError(
             str(error.get("code", "error")), str(error.get("message", "failed")), error.get("data")
         )

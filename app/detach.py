@@ -25,9 +25,12 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: What the primary writes before letting its launcher go: it stopped cleanly, it stays
 #: up for socket clients, or it stopped on an error (the launcher exits with status 1).

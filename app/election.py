@@ -14,14 +14,12 @@ import contextlib
 import enum
 import os
 import socket
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
 
-from assern.actors.config.spec import ResolvedConfig
 from assern.actors.listener.unix_socket import UnixListener
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
 from assern.app.instance import (
@@ -38,6 +36,11 @@ from assern.app.instance import (
     probe,
     socket_directory,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from assern.actors.config.spec import ResolvedConfig
 
 log = structlog.get_logger()
 

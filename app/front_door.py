@@ -38,8 +38,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -56,6 +55,9 @@ from assern.actors.listener.handshake import (
     negotiate,
 )
 from assern.supervisor.io.reader import receive_some
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 log = structlog.get_logger()
 

@@ -32,13 +32,15 @@ import socket
 import stat
 import sys
 import time
-from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from assern.actors.config.spec import ResolvedConfig, ServerSpec
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping
+
+    from assern.actors.config.spec import ResolvedConfig, ServerSpec
 
 #: The environment variable that turns instance sharing off (any value but "" and "0").
 NO_SHARING_VAR = "ASSERN_NO_INSTANCE_SHARING"

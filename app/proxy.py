@@ -7,13 +7,15 @@ from the primary. No tree and no backend runs in a proxy.
 
 from __future__ import annotations
 
-import socket
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 import trio
 
 from assern.actors.listener.stdio import claim_stdio
+
+if TYPE_CHECKING:
+    import socket
 
 log = structlog.get_logger()
 

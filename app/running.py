@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
 from assern.actors.config.resolve import default_assern_home, resolve_config
-from assern.actors.config.spec import ResolvedConfig
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Mapping
+
+    from assern.actors.config.spec import ResolvedConfig
     from assern.app.tree import Tree
 
 T = TypeVar("T")

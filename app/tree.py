@@ -14,17 +14,14 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
-import mcp_types as types
 import structlog
 import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
-from assern.actors.config.spec import ResolvedConfig
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
 from assern.actors.listener.control import ControlPlane
 from assern.actors.listener.report import InstanceInfo
@@ -36,13 +33,29 @@ from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
-from assern.app.front_door import FrontDoor
 from assern.app.instance import InstanceLock, assern_version, fingerprint
 from assern.supervisor.cell import Cell
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
 from assern.supervisor.mailbox import open_mailbox
-from assern.supervisor.spec import ChildKind, ChildSpec, Restart, RestartPolicy, Strategy, SupervisorSpec
+from assern.supervisor.spec import (
+    ChildKind,
+    ChildSpec,
+    ChildStart,
+    Restart,
+    RestartPolicy,
+    Strategy,
+    SupervisorSpec,
+)
 from assern.supervisor.supervisor import open_supervisor
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    import mcp_types as types
+
+    from assern.actors.config.spec import ResolvedConfig
+    from assern.app.front_door import FrontDoor
 
 log = structlog.get_logger()
 
@@ -247,7 +260,7 @@ class Tree:
                     self.shutdown()
 
     def _children(self) -> list[ChildSpec]:
-        def core(name: str, start: Callable[..., object], kind: ChildKind = ChildKind.WORKER) -> ChildSpec:
+        def core(name: str, start: ChildStart, kind: ChildKind = ChildKind.WORKER) -> ChildSpec:
             return ChildSpec(
                 id=name, start=start, policy=_CORE_POLICY, escalate=True, kind=kind, shutdown_timeout=None
             )

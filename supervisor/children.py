@@ -5,8 +5,7 @@ Private to supervisor.py; nothing here is part of the public surface.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -15,6 +14,9 @@ from assern.supervisor.exits import Exit
 from assern.supervisor.intensity import RestartLedger
 from assern.supervisor.spec import ChildSpec
 from assern.supervisor.status import ChildState, ChildStatus
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 @attrs.define(eq=False)

@@ -11,12 +11,14 @@ is not an exit: it propagates out of `run_child` untouched and nothing restarts 
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
-import trio
 
 from assern.supervisor.spec import ChildStart, Restart
+
+if TYPE_CHECKING:
+    import trio
 
 #: How much of an error's repr a status line keeps.
 _MAX_TEXT = 200

@@ -15,7 +15,10 @@ restarts in the window.
 
 from __future__ import annotations
 
-from assern.supervisor.spec import RestartPolicy
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from assern.supervisor.spec import RestartPolicy
 
 
 class RestartLedger:

@@ -8,11 +8,13 @@ closed by garbage collection).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import outcome
 import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 T = TypeVar("T")
 M = TypeVar("M")
@@ -31,6 +33,8 @@ class open_mailbox(tuple[trio.MemorySendChannel[M], trio.MemoryReceiveChannel[M]
     Spelled like trio's `open_memory_channel[T](size)`: `open_mailbox[Msg](64)`.
     """
 
+    # A `__new__` that returns a plain tuple, not an instance: trio's own spelling for
+    # `open_memory_channel[T](size)`, which mypy flags as misc.
     def __new__(cls, size: int) -> tuple[trio.MemorySendChannel[M], trio.MemoryReceiveChannel[M]]:  # type: ignore[misc]
         if size < 1:
             raise ValueError("a mailbox holds at least one message")
@@ -52,10 +56,11 @@ class Pending(Generic[T]):
         """
         with self._receive:
             try:
-                answer = await self._receive.receive()
+                answer: outcome.Outcome[T] = await self._receive.receive()
             except trio.EndOfChannel:
                 raise ActorGone from None
-        return answer.unwrap()
+        value: T = answer.unwrap()
+        return value
 
 
 def new_reply() -> tuple[Reply[T], Pending[T]]:
@@ -70,6 +75,8 @@ async def call(mailbox: trio.MemorySendChannel[M], make: Callable[[Reply[T]], M]
     and re-raises the actor's error when it answered with one. The caller picks the
     deadline with its own cancel scope.
     """
+    reply: Reply[T]
+    pending: Pending[T]
     reply, pending = new_reply()
     try:
         await mailbox.send(make(reply))

@@ -42,8 +42,7 @@ import contextlib
 import functools
 import math
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 import attrs
 import trio
@@ -60,6 +59,9 @@ from assern.supervisor.status import (
     SupervisorExhausted,
 )
 from assern.supervisor.trionics import raise_unwrapped, run_shielded_nursery, sole_member
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 
 
 @final

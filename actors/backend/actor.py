@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import mcp_types as types
@@ -34,15 +34,17 @@ from assern.actors.backend.errors import (
 )
 from assern.actors.backend.forward import ForwardLost
 from assern.actors.backend.hooks import SessionHooks
-from assern.actors.backend.messages import BackendRequest, Origin
 from assern.actors.backend.session import BackendSession, open_session
 from assern.actors.backend.splice import CallReply, SplicedCall, watch_deadlines
 from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.backend.transport import ProcessLink
-from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.router.catalog import BackendListing
 from assern.supervisor.trionics import main_error, raise_unwrapped
+
+if TYPE_CHECKING:
+    from assern.actors.backend.messages import BackendRequest, Origin
+    from assern.actors.config.spec import ServerSpec
 
 log = structlog.get_logger()
 

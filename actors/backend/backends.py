@@ -8,11 +8,10 @@ that client sessions use to reach a backend's mailbox.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import attrs
-import mcp_types as types
 import outcome
 import structlog
 import trio
@@ -24,13 +23,19 @@ from assern.actors.backend.messages import BackendRequest, BackendUnavailable
 from assern.actors.backend.status import BackendState
 from assern.actors.config.spec import DesiredSet, ServerSpec
 from assern.actors.router.actor import RouterMsg, poke
-from assern.actors.router.catalog import BackendListing
-from assern.supervisor.cell import Cell
-from assern.supervisor.io.process import PidRegistry
 from assern.supervisor.mailbox import open_mailbox, reply_to
 from assern.supervisor.spec import ChildSpec, Strategy, SupervisorSpec
 from assern.supervisor.supervisor import ChildState, ChildStatus, Supervisor, open_supervisor
 from assern.supervisor.trionics import main_error
+
+if TYPE_CHECKING:
+    import random
+
+    import mcp_types as types
+
+    from assern.actors.router.catalog import BackendListing
+    from assern.supervisor.cell import Cell
+    from assern.supervisor.io.process import PidRegistry
 
 log = structlog.get_logger()
 
@@ -273,8 +278,8 @@ class BackendsActor:
             actor.mark(BackendState.READY, restarts=status.restarts, next_restart_at=None)
         elif status.state is ChildState.STARTING:
             actor.mark(BackendState.STARTING, restarts=status.restarts)
-        elif status.state is ChildState.STOPPED and actor.status.state is BackendState.READY:
-            # Ended by itself and not restarted (a transient or temporary backend).
+        elif actor.status.state is BackendState.READY:
+            # STOPPED: it ended by itself and is not restarted (a transient or temporary backend).
             actor.mark(BackendState.STOPPED, last_exit=error)
 
     def _drain(self, handle: BackendHandle, reason: str) -> None:

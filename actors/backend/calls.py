@@ -12,8 +12,7 @@ raw JSON-RPC goes through the process's `Forwarder` instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import mcp_types as types
@@ -36,12 +35,16 @@ from assern.actors.backend.messages import (
     SetLevel,
     Subscribe,
 )
-from assern.actors.backend.session import BackendSession
 from assern.actors.backend.splice import CallReply, Describe, SplicedCall
 from assern.actors.backend.transport import ProcessLink
-from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
 from assern.supervisor.mailbox import reply_to
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assern.actors.backend.session import BackendSession
+    from assern.actors.config.spec import ServerSpec
 
 log = structlog.get_logger()
 

@@ -20,7 +20,6 @@ skipped. Neither ends the connection.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import mcp_types as types
@@ -31,13 +30,15 @@ from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.errors import HandshakeFailed, describe_invalid
 from assern.actors.backend.forward import Forwarder, ForwardLost
-from assern.actors.backend.messages import ProgressSink
 from assern.actors.backend.transport import ProcessLink, stdio_process
-from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from assern.actors.backend.hooks import SessionHooks
+    from assern.actors.backend.messages import ProgressSink
+    from assern.actors.config.spec import ServerSpec
 
 log = structlog.get_logger()
 
@@ -271,7 +272,8 @@ class HandshakeClient:
             model = types.LoggingMessageNotification
         elif method == "notifications/cancelled":
             params = message.get("params")
-            scope = self._answering.get(params.get("requestId")) if isinstance(params, dict) else None
+            target = params.get("requestId") if isinstance(params, dict) else None
+            scope = self._answering.get(target) if isinstance(target, str | int) else None
             if scope is not None:
                 scope.cancel()
             return
@@ -284,7 +286,7 @@ class HandshakeClient:
         except ValidationError as exc:
             self._hooks.bad_message(f"invalid {method}: {describe_invalid(exc)}")
             return
-        self._hooks.notify(notification)  # type: ignore[arg-type]
+        self._hooks.notify(notification)
 
     def _on_request(self, request_id: str | int, method: str, params: Any) -> None:
         if self._closed or request_id in self._answering:

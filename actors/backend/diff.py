@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import attrs
 
-from assern.actors.config.spec import ServerSpec
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from assern.actors.config.spec import ServerSpec
 
 
 @attrs.frozen(kw_only=True)

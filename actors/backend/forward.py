@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import collections
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -29,8 +28,8 @@ import trio
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 
-ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
-
+if TYPE_CHECKING:
+    from assern.actors.backend.messages import ProgressSink
 
 #: Why pending requests fail when their backend's incarnation is being stopped by us.
 STOPPING = "the backend is stopping"
@@ -136,7 +135,9 @@ class Forwarder:
             return True
         if raw.get("method") == "notifications/progress":
             params = raw.get("params")
-            token = params.get("progressToken") if isinstance(params, dict) else None
+            if not isinstance(params, dict):
+                return False
+            token = params.get("progressToken")
             sink = self._pending.get(token) if isinstance(token, str) else None
             if sink is None:
                 return False

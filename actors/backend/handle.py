@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import attrs
 import trio
@@ -19,9 +19,11 @@ import trio
 from assern.actors.backend.messages import BackendRequest, BackendUnavailable
 from assern.actors.backend.splice import SpliceLane
 from assern.actors.backend.status import BackendState, BackendStatus
-from assern.actors.config.spec import ServerSpec
-from assern.actors.router.catalog import BackendListing
-from assern.supervisor.mailbox import ActorGone, Reply, new_reply
+from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
+
+if TYPE_CHECKING:
+    from assern.actors.config.spec import ServerSpec
+    from assern.actors.router.catalog import BackendListing
 
 T = TypeVar("T")
 
@@ -100,6 +102,8 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
         raise BackendUnavailable(handle.name, "it is stopped")
     if status.state is BackendState.LAZY:
         handle.wake()
+    reply: Reply[T]
+    pending: Pending[T]
     reply, pending = new_reply()
     msg = make(reply)
     try:

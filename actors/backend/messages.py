@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import mcp_types as types
@@ -11,8 +11,12 @@ import trio
 
 from assern.supervisor.mailbox import Reply
 
+
 #: Called for each progress notification the backend sends about a call.
-ProgressSink = Callable[[float, float | None, str | None], Awaitable[None]]
+class ProgressSink(Protocol):
+    """Where a call's progress goes (the shape of the SDK's `ProgressFnT`)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
 
 
 @attrs.frozen(kw_only=True, eq=False)

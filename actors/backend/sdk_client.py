@@ -18,28 +18,33 @@ that needs it starts.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import mcp_types as types
 import trio
 from mcp import Client
-from mcp.client._transport import TransportStreams
-from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from pydantic import BaseModel
 
 from assern.actors.backend.forward import ForwardLost
-from assern.actors.backend.hooks import SessionHooks
-from assern.actors.backend.messages import ProgressSink
 from assern.actors.backend.transport import ProcessLink, stdio_process
-from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, write_lines
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterator
+
+    from anyio.streams.memory import MemoryObjectSendStream
+    from mcp.client._transport import TransportStreams
+    from mcp.client.session import ClientRequestContext
+
+    from assern.actors.backend.hooks import SessionHooks
+    from assern.actors.backend.messages import ProgressSink
+    from assern.actors.config.spec import ServerSpec
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -96,6 +101,10 @@ class SdkSession:
         progress: ProgressSink | None = None,
     ) -> types.CallToolResult:
         with sdk_errors():
+            # With allow_input_required the SDK may also return an InputRequiredResult, which
+            # the session's callers treat as any other result; its `meta` is typed as the
+            # SDK's RequestParamsMeta TypedDict, and the client's own `_meta` dict is passed
+            # through as it came.
             return await self._session.call_tool(  # type: ignore[return-value]
                 name,
                 arguments,
@@ -219,8 +228,8 @@ async def open_sdk_session(
     callbacks = _Callbacks(hooks)
     with sdk_errors():
         async with Client(
-            _transport(spec, link, hooks),  # type: ignore[arg-type]
-            mode="legacy" if spec.protocol == "legacy" else spec.protocol,  # type: ignore[arg-type]
+            _transport(spec, link, hooks),
+            mode="legacy" if spec.protocol == "legacy" else spec.protocol,
             cache=None,
             client_info=client_info,
             message_handler=callbacks.message,
@@ -245,7 +254,7 @@ def parse_message(raw: object) -> SessionMessage | Exception:
 class _StreamInbound:
     """Hands what the `Forwarder` did not take to the SDK's read stream (transport.Inbound)."""
 
-    def __init__(self, send: anyio.abc.ObjectSendStream[SessionMessage | Exception]) -> None:
+    def __init__(self, send: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
         self._send = send
 
     async def receive(self, message: Any) -> None:

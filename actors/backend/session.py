@@ -18,16 +18,19 @@ result that does not validate) and `ForwardLost` when the backend goes away.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import mcp_types as types
 
 from assern.actors.backend.client import open_client
-from assern.actors.backend.hooks import SessionHooks
-from assern.actors.backend.messages import ProgressSink
-from assern.actors.backend.transport import ProcessLink
-from assern.actors.config.spec import ServerSpec
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from assern.actors.backend.hooks import SessionHooks
+    from assern.actors.backend.messages import ProgressSink
+    from assern.actors.backend.transport import ProcessLink
+    from assern.actors.config.spec import ServerSpec
 
 #: How assern introduces itself to its backends.
 CLIENT_INFO = types.Implementation(name="assern", version="0.1.0")

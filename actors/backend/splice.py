@@ -26,13 +26,14 @@ await: each runs inside another task's loop.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 import trio
 
-from assern.actors.backend.forward import Forwarder
-from assern.actors.backend.messages import Origin
+if TYPE_CHECKING:
+    from assern.actors.backend.forward import Forwarder
+    from assern.actors.backend.messages import Origin
 
 log = structlog.get_logger()
 

@@ -17,18 +17,21 @@ import contextlib
 import json
 import shutil
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
 
 from assern.actors.backend.forward import STOPPING, Forwarder
-from assern.actors.config.spec import ServerSpec
 from assern.actors.jsonrpc import framing
 from assern.supervisor.io.process import ChildProcess, spawn, stop_process
 from assern.supervisor.io.reader import LineReader
 from assern.supervisor.io.writer import DirectWriter
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+    from assern.actors.config.spec import ServerSpec
 
 STDERR_TAIL = 50
 

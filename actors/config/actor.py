@@ -10,8 +10,8 @@ logged and kept for status, and the next good save applies.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import structlog
@@ -19,7 +19,11 @@ import trio
 
 from assern.actors.config.spec import ConfigError, DesiredSet, ResolvedConfig
 from assern.actors.config.watch import POLL_INTERVAL, QUIET_PERIOD, FileWatcher, StatFn, stat_file
-from assern.supervisor.cell import Cell
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assern.supervisor.cell import Cell
 
 log = structlog.get_logger()
 

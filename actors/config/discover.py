@@ -7,11 +7,14 @@ works without a single new file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assern.actors.config.project import user_home
 from assern.actors.config.resolve import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
 
 #: File names looked up in the current directory, in order.
 CLLM_MCP_LOCAL_NAMES = ("mcp-config.json", ".mcp-config.json")

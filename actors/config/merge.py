@@ -244,8 +244,11 @@ def _resolve_env(
         level: [EnvTable.of(layer) for layer in layers if layer.origin.level == level]
         for level in ("global", "project", "local")
     }
-    project_tables = [context.project_env, *tables["project"]]
-    project_tables = [table for table in project_tables if table and table.values is not None]
+    project_tables = [
+        table
+        for table in (context.project_env, *tables["project"])
+        if table is not None and table.values is not None
+    ]
 
     replaced = mode == "replace" and bool(project_tables)
     server_env: dict[str, Entry] = {}
@@ -254,9 +257,10 @@ def _resolve_env(
             server_env |= table.expand(context.lookup(lower=server_env), problems)
     project_env: dict[str, Entry] | None = None
     if project_tables:
-        project_env = {}
+        expanded: dict[str, Entry] = {}
         for table in project_tables:
-            project_env |= table.expand(context.lookup(lower=server_env | project_env), problems)
+            expanded |= table.expand(context.lookup(lower=server_env | expanded), problems)
+        project_env = expanded
     merged = merge_env(server_env, project_env, mode)
     local_env: dict[str, Entry] = {}
     for table in tables["local"]:

@@ -30,6 +30,13 @@ from assern.actors.config.structure import (
 
 RestartType = Literal["permanent", "transient", "temporary"]
 McpServerType = Literal["stdio", "sse", "http", "streamable-http"]
+#: The transport each `mcpServers` "type" means.
+_MCP_TRANSPORTS: dict[McpServerType, Transport] = {
+    "stdio": "stdio",
+    "sse": "sse",
+    "http": "streamable-http",
+    "streamable-http": "streamable-http",
+}
 
 
 # -- validators: callable classes with a readable repr, raising messages meant for users --
@@ -43,7 +50,8 @@ class _AtLeast:
     noun: str = "a number"
     inclusive: bool = True
 
-    def __call__(self, _instance: object, _attribute: object, value: float | None) -> None:
+    # `Any`: one validator serves int and float fields alike (attrs types it by its field).
+    def __call__(self, _instance: object, _attribute: object, value: Any) -> None:
         if value is None:
             return
         if value < self.bound or (not self.inclusive and value == self.bound):
@@ -163,11 +171,7 @@ class ServerConfig:
     @classmethod
     def from_mcp_server(cls, entry: McpServerEntry) -> "ServerConfig":
         """Translate one `mcpServers` entry into our server table."""
-        transport: Transport | None = None
-        if entry.type in ("http", "streamable-http"):
-            transport = "streamable-http"
-        elif entry.type is not None:
-            transport = entry.type
+        transport = _MCP_TRANSPORTS[entry.type] if entry.type is not None else None
         return cls(
             command=entry.command,
             args=entry.args,
@@ -216,7 +220,8 @@ class ServerConfig:
                 name: {k: v for k, v in entry.items() if k in known} if isinstance(entry, Mapping) else entry
                 for name, entry in raw.items()
             }
-        entries = structure(raw, Mapping[str, McpServerEntry], file=file, prefix=(key,))
+        # `type[T]` cannot name a generic alias such as Mapping[str, X] (PEP 747 would).
+        entries = structure(raw, Mapping[str, McpServerEntry], file=file, prefix=(key,))  # type: ignore[type-abstract]
         servers = {name: cls.from_mcp_server(entry) for name, entry in entries.items()}
         problems = [
             at(message, (key, name, *suffix))
@@ -282,7 +287,8 @@ def _structure_project_servers(value: object, _: object) -> Any:
     if isinstance(value, list | tuple):
         return CONVERTER.structure(value, tuple[str, ...])
     if isinstance(value, Mapping):
-        return CONVERTER.structure(value, Mapping[str, ServerConfig])
+        # `type[T]` cannot name a generic alias such as Mapping[str, X] (PEP 747 would).
+        return CONVERTER.structure(value, Mapping[str, ServerConfig])  # type: ignore[type-abstract]
     raise expected("a list of server names or a table of servers", value)
 
 

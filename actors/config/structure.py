@@ -23,6 +23,7 @@ import attrs
 import cattrs
 import cattrs.v
 from cattrs.errors import (
+    AttributeValidationNote,
     BaseValidationError,
     ClassValidationError,
     ForbiddenExtraKeysError,
@@ -222,7 +223,7 @@ def make_converter() -> cattrs.Converter:
 
     def attrs_hook(cls: Any) -> StructureHook:
         attrs.resolve_types(cls)
-        overrides = {
+        overrides: dict[str, Any] = {
             field.name: override(struct_hook=_validating_hook(converter, field))
             for field in attrs.fields(cls)
             if field.validator is not None
@@ -323,7 +324,7 @@ def describe_error(exc: BaseException, path: KeyPath = ()) -> list[str]:
         with_notes, without = exc.group_exceptions()
         problems: list[str] = []
         for sub, note in with_notes:
-            key = note.name if isinstance(exc, ClassValidationError) else note.index
+            key = note.name if isinstance(note, AttributeValidationNote) else note.index
             problems += describe_error(sub, (*path, key))
         for sub in without:
             problems += describe_error(sub, path)

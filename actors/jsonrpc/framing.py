@@ -14,12 +14,14 @@ Nothing here imports the SDK.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from assern.supervisor.io.reader import LineReader, LineTooLong
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import trio
 
 __all__ = [
     "INTERNAL_ERROR",

@@ -6,14 +6,16 @@ the SDK.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
-from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.shared.exceptions import MCPError
-from mcp.shared.message import SessionMessage
 
 from assern.actors.jsonrpc.errors import RpcError
+
+if TYPE_CHECKING:
+    from anyio.streams.memory import MemoryObjectReceiveStream
+    from mcp.shared.message import SessionMessage
 
 
 def from_sdk(exc: MCPError) -> RpcError:

@@ -21,6 +21,7 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
 import attrs
 import mcp_types as types
@@ -30,11 +31,13 @@ import trio
 from assern.actors.jsonrpc import framing
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control import ControlPlane, serve_control
-from assern.actors.listener.handshake import RequestId, StdioDoor
 from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.listener.stdio import claim_stdio
 from assern.actors.listener.unix_socket import UnixListener, peer_credentials, refuse
+
+if TYPE_CHECKING:
+    from assern.actors.listener.handshake import RequestId, StdioDoor
 
 log = structlog.get_logger()
 

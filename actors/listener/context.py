@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import mcp_types as types
 import trio
-from pydantic import BaseModel
 
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable
@@ -26,6 +25,9 @@ from assern.actors.listener.handshake import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.supervisor.cell import Cell
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 UNAVAILABLE = -32003  # server-defined JSON-RPC error: the owning backend cannot answer
 

@@ -28,7 +28,7 @@ from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
 from assern.supervisor.cell import Cell
-from assern.supervisor.mailbox import ActorGone, new_reply
+from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
 
 log = structlog.get_logger()
 
@@ -162,6 +162,8 @@ async def _server_command(plane: ControlPlane, command: Command) -> dict[str, An
     assert server is not None
     handle = plane.shared.directory().get(server)
     limit = (handle.spec.startup_timeout if handle is not None else 0) + COMMAND_SLACK
+    reply: Reply[str]
+    pending: Pending[str]
     reply, pending = new_reply()
     try:
         with trio.fail_after(limit):

@@ -10,8 +10,7 @@ protocol eras (protocol.py, modern.py), through `methods()`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import structlog
@@ -19,13 +18,18 @@ import trio
 
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import request
-from assern.actors.backend.messages import BackendUnavailable, Origin
+from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressSink
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.protocol import Method
-from assern.actors.listener.routing import Routing
 from assern.actors.router import naming
 from assern.actors.router.catalog import suggest_tools, unknown_tool_message
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assern.actors.listener.routing import Routing
+    from assern.supervisor.mailbox import Reply
 
 log = structlog.get_logger()
 
@@ -105,12 +109,14 @@ class Handlers:
                 },
             )
         token = (params.meta or {}).get("progress_token")
-        progress = None
+        progress: ProgressSink | None = None
         if token is not None:
             peer = ctx.peer
 
-            async def progress(p: float, total: float | None, message: str | None) -> None:
-                await peer.progress(token, p, total, message)
+            async def to_client(progress: float, total: float | None, message: str | None) -> None:
+                await peer.progress(token, progress, total, message)
+
+            progress = to_client
 
         handle = self._routing.handle(route.server)
         origin = self._origin(ctx.peer)
@@ -191,11 +197,12 @@ class Handlers:
 
     async def _set_subscription(self, uri: str, on: bool) -> None:
         server, original = self._resource_owner(uri)
+
+        def subscribe(reply: Reply[None]) -> msgs.BackendRequest:
+            return msgs.Subscribe(uri=original, subscribe=on, reply=reply)
+
         try:
-            await request(
-                self._routing.handle(server),
-                lambda reply: msgs.Subscribe(uri=original, subscribe=on, reply=reply),
-            )
+            await request(self._routing.handle(server), subscribe)
         except Exception as exc:
             raise to_rpc_error(exc) from None
         if on:
@@ -238,6 +245,7 @@ class Handlers:
             route = self.shared.catalog.value.prompts.get(ref.name)
             if route is None:
                 raise RpcError(types.INVALID_PARAMS, f"Unknown prompt '{ref.name}'")
+            backend_ref: types.PromptReference | types.ResourceTemplateReference
             server, backend_ref = route.server, ref.model_copy(update={"name": route.original})
         else:
             server, original = self._resource_owner(ref.uri)
@@ -259,12 +267,15 @@ class Handlers:
     # ---------------------------------------------------------------- logging
 
     async def _set_level(self, ctx: RequestContext, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        def set_level(reply: Reply[None]) -> msgs.BackendRequest:
+            return msgs.SetLevel(level=params.level, reply=reply)
+
         for handle in self.shared.directory().values():
             caps = handle.listing.capabilities if handle.listing else None
             if caps is None or caps.logging is None:
                 continue
             try:
-                await request(handle, lambda reply: msgs.SetLevel(level=params.level, reply=reply))
+                await request(handle, set_level)
             except Exception as exc:
                 log.warning("set_level_failed", server=handle.name, error=str(exc))
         return types.EmptyResult()

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -28,6 +27,8 @@ from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
     from mcp import Client
 
 #: How the line client answers the requests a backend has assern send it (as the SDK
@@ -161,5 +162,5 @@ async def inproc_client(shared: SessionContext, name: str = "cli") -> AsyncItera
                 yield streams
             nursery.cancel_scope.cancel()
 
-    async with Client(transport(), mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+    async with Client(transport(), mode="legacy", cache=None) as client:
         yield client

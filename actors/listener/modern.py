@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
-from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession as SdkSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPError
@@ -39,10 +37,15 @@ from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, to_sdk
 from assern.actors.listener.context import ASK, RequestContext, RequestId, SessionContext
 from assern.actors.listener.handshake import SERVER_VERSION
-from assern.actors.listener.jsonl import SendRaw
-from assern.actors.listener.protocol import Handler, Method
 from assern.actors.listener.sdk_streams import message_streams
-from assern.supervisor.io.reader import LineReader
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server.models import InitializationOptions
+
+    from assern.actors.listener.jsonl import SendRaw
+    from assern.actors.listener.protocol import Handler, Method
+    from assern.supervisor.io.reader import LineReader
 
 #: The SDK `Server` argument each served method's handler goes in.
 _SERVER_ARGUMENTS = {
@@ -113,7 +116,13 @@ class BusEvents:
     bus: InMemorySubscriptionBus
 
     async def list_changed(self, kind: str) -> None:
-        event = {"tools": ToolsListChanged, "prompts": PromptsListChanged}.get(kind, ResourcesListChanged)()
+        event: ToolsListChanged | PromptsListChanged | ResourcesListChanged
+        if kind == "tools":
+            event = ToolsListChanged()
+        elif kind == "prompts":
+            event = PromptsListChanged()
+        else:
+            event = ResourcesListChanged()
         await self.bus.publish(event)
 
     async def resource_updated(self, uri: str) -> None:
@@ -127,7 +136,8 @@ def build_server(
     handlers = {_SERVER_ARGUMENTS[name]: sdk_handler(method.handler) for name, method in methods.items()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging/setLevel is deprecated in 2026-07-28
-        server: Server[Any] = Server(
+        # The handlers' keyword names come from the method table, which mypy cannot follow.
+        server: Server[Any] = Server(  # type: ignore[call-overload]
             shared.server_name,
             version=SERVER_VERSION,
             instructions=shared.instructions,

@@ -32,7 +32,7 @@ client's responses are routed back to.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import mcp_types as types
@@ -46,7 +46,9 @@ from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext, RequestId, sdk_error
 from assern.actors.listener.handshake import LATEST_HANDSHAKE_VERSION, initialize_response, negotiate
-from assern.actors.listener.jsonl import SendRaw
+
+if TYPE_CHECKING:
+    from assern.actors.listener.jsonl import SendRaw
 
 log = structlog.get_logger()
 

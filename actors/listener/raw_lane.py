@@ -15,7 +15,6 @@ declines (errors included) is the session's to answer.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -26,16 +25,18 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
-from assern.actors.backend.messages import Origin
-from assern.actors.backend.splice import Describe, SplicedCall
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, end_to_end_meta, to_rpc_error
-from assern.actors.listener.jsonl import SendRaw
-from assern.actors.listener.routing import Routing
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from assern.actors.backend.messages import Origin, ProgressSink
+    from assern.actors.backend.splice import Describe, SplicedCall
+    from assern.actors.listener.jsonl import SendRaw
     from assern.actors.listener.protocol import ServerSession
+    from assern.actors.listener.routing import Routing
 
 log = structlog.get_logger()
 
@@ -214,23 +215,25 @@ class RawLane:
     ) -> None:
         send_raw = self._send_raw
         assert send_raw is not None
-        progress = None
+        progress: ProgressSink | None = None
         if token is not None and isinstance(token, str | int):
 
-            async def progress(p: float, total: float | None, message: str | None) -> None:
-                params: dict[str, Any] = {"progressToken": token, "progress": p}
+            async def to_client(progress: float, total: float | None, message: str | None) -> None:
+                params: dict[str, Any] = {"progressToken": token, "progress": progress}
                 if total is not None:
                     params["total"] = total
                 if message is not None:
                     params["message"] = message
                 await self._write_quietly(send_raw, framing.notification("notifications/progress", params))
 
+            progress = to_client
+
         origin = self._raw_origin()
         started = trio.current_time()
         try:
             with scope:
                 try:
-                    result = await request(
+                    result: dict[str, Any] = await request(
                         handle,
                         lambda reply: msgs.ForwardCall(
                             name=name,

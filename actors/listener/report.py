@@ -7,15 +7,17 @@ part of `assernctl status --json`'s documented, stable output (README, Operation
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from assern.actors.backend.handle import BackendHandle
-from assern.actors.config.spec import ResolvedConfig
-from assern.actors.listener.stats import CallStats
-from assern.actors.router.catalog import Catalog
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    from assern.actors.backend.handle import BackendHandle
+    from assern.actors.config.spec import ResolvedConfig
+    from assern.actors.listener.stats import CallStats
+    from assern.actors.router.catalog import Catalog
 
 #: How many of a backend's last stderr lines a status shows.
 STDERR_LINES = 10

@@ -9,15 +9,19 @@ same one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import trio
 
-from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable
 from assern.actors.backend.status import BackendState
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import UNAVAILABLE, SessionContext
 from assern.actors.router import naming
-from assern.actors.router.catalog import Catalog
+
+if TYPE_CHECKING:
+    from assern.actors.backend.handle import BackendHandle
+    from assern.actors.router.catalog import Catalog
 
 
 class Routing:

@@ -12,10 +12,9 @@ It imports the SDK, so only the paths that still run on it import this module: a
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 
 import anyio
-import mcp_types as types
 import structlog
 import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -25,6 +24,11 @@ from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.sdk import write_lines
 from assern.actors.listener.jsonl import SendRaw, parse_message
 from assern.supervisor.io.reader import LineReader, LineTooLong
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Sequence
+
+    import mcp_types as types
 
 log = structlog.get_logger()
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 class StdioClaim:

@@ -15,10 +15,13 @@ import os
 import socket
 import struct
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 import trio
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 log = structlog.get_logger()
 
@@ -106,7 +109,7 @@ class UnixListener:
             except BlockingIOError:
                 pass
             except OSError as exc:
-                if self._closed or exc.errno == errno.EBADF:
+                if self.withdrawn or exc.errno == errno.EBADF:  # closed by another task meanwhile
                     return None
                 if exc.errno not in _TRANSIENT:
                     raise

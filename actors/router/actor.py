@@ -11,16 +11,20 @@ is spawned.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import structlog
 import trio
 
 from assern.actors.config.spec import Naming, ServerSpec, Settings
-from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
-from assern.supervisor.cell import Cell
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from assern.actors.router.capabilities import CapabilityCache
+    from assern.supervisor.cell import Cell
 
 log = structlog.get_logger()
 

@@ -11,15 +11,19 @@ are in capability_file.py (the front door reads it before the tree is imported).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mcp_types as types
 import structlog
 from pydantic import ValidationError
 
-from assern.actors.config.spec import ServerSpec
 from assern.actors.router.capability_file import fingerprint, read_entries
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from assern.actors.config.spec import ServerSpec
 
 __all__ = ["CapabilityCache", "fingerprint"]
 
@@ -51,7 +55,7 @@ class CapabilityCache:
             spec = specs.get(name)
             if spec is None:
                 continue
-            entry = {
+            entry: dict[str, object] = {
                 "fingerprint": fingerprint(spec),
                 "capabilities": caps.model_dump(mode="json", by_alias=True, exclude_none=True),
             }

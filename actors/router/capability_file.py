@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assern.actors.config.spec import ServerSpec
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+    from assern.actors.config.spec import ServerSpec
 
 
 def cache_file(assern_home: Path) -> Path:
@@ -77,6 +79,6 @@ def remembered_raw(path: Path, servers: Mapping[str, ServerSpec]) -> dict[str, d
         if entry is None or entry.get("fingerprint") != fingerprint(spec):
             continue
         caps = entry.get("capabilities")
-        if _well_formed(caps):
+        if isinstance(caps, dict) and _well_formed(caps):
             found[name] = caps
     return found

@@ -3,14 +3,12 @@ backends started for this one call (direct mode), or on a literal command line."
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import shlex
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +23,8 @@ from assern.app.running import environ, with_tree
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
-    pass
+    import argparse
+    from collections.abc import Callable, Mapping, Sequence
 
 
 def _print_call_result(result: Mapping[str, Any]) -> int:

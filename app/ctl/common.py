@@ -4,13 +4,12 @@ exit status."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -20,6 +19,9 @@ from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.control_client import ControlError, ControlUnavailable, request
 from assern.app.instance import InstanceError, Slot, fingerprint, slot_names, socket_directory
 from assern.app.running import environ, loader
+
+if TYPE_CHECKING:
+    import argparse
 
 
 class Usage(Exception):

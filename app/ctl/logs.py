@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from assern.actors.config.resolve import default_assern_home
 from assern.app.ctl.common import Usage
 from assern.app.logtail import Follower, LogFilter, current_size, format_line, last_lines
 from assern.app.running import environ
 from assern.supervisor.io.logs import LOG_FILE
+
+if TYPE_CHECKING:
+    import argparse
 
 #: How often `assernctl logs -f` looks for new lines.
 FOLLOW_INTERVAL = 0.2

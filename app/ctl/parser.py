@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
@@ -14,6 +14,9 @@ from assern.app.ctl.common import Usage
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
 
 
 def _config_options(parser: argparse.ArgumentParser) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +15,7 @@ from assern.app.running import environ, list_rows, tool_rows
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
-    pass
+    import argparse
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from assern.app.ctl.common import FAILED, ask, print_json
 from assern.supervisor.io.process import process_alive
+
+if TYPE_CHECKING:
+    import argparse
 
 #: Seconds `assernctl shutdown` waits for the instance's process to end.
 SHUTDOWN_WAIT = 30.0

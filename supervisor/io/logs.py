@@ -17,12 +17,14 @@ import logging
 import os
 import re
 import time
-from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, MutableMapping
+    from pathlib import Path
 
 LOG_FILE = "assern.log"
 

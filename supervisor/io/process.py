@@ -26,11 +26,14 @@ import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
 
 _PR_SET_PDEATHSIG = 1
 
@@ -190,10 +193,10 @@ async def stop_process(child: ChildProcess, *, grace: float = 2.0, term_timeout:
     is signalled even when the leader exited by itself, so grandchildren die too.
     Returns the exit code, or None if the child survived SIGKILL's bounded wait.
     """
+    code: int | None = None
     with trio.CancelScope(shield=True):
         with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
             await child.stdin.aclose()
-        code: int | None = None
         with trio.move_on_after(grace):
             code = await child.wait()
         if code is None:
@@ -207,7 +210,7 @@ async def stop_process(child: ChildProcess, *, grace: float = 2.0, term_timeout:
         for stream in (child.stdout, child.stderr):
             with contextlib.suppress(trio.ClosedResourceError, OSError):
                 await stream.aclose()
-        return code
+    return code
 
 
 # ----------------------------------------------------------------- pid registry

@@ -33,9 +33,10 @@ async def receive_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
         trio.ClosedResourceError: the stream was closed on our side (also while waiting).
         trio.BrokenResourceError: reading failed otherwise.
     """
-    fd = descriptor(stream)
-    if fd is None:
-        return await stream.receive_some(max_bytes)
+    found = descriptor(stream)
+    if found is None:
+        return bytes(await stream.receive_some(max_bytes))
+    fd = found
     waited = False
     while True:
         try:
@@ -45,7 +46,8 @@ async def receive_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
             # stream is closed meanwhile (trio's notify_closing).
             await trio.lowlevel.wait_readable(fd)
             waited = True
-            fd = descriptor(stream)  # -1 once closed: the read then fails with EBADF
+            now = descriptor(stream)  # -1 once closed: the read then fails with EBADF
+            fd = -1 if now is None else now
             continue
         except OSError as exc:
             if exc.errno == errno.EBADF:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import tomli_w
@@ -24,6 +23,9 @@ from assern.actors.config.spec import ConfigError
 from assern.actors.config.structure import structure
 from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, convert_local, parse_yaml
 from assern.supervisor.io.logs import redact
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: A value that refers to a variable (`${VAR}` or `$VAR`) rather than holding a literal.
 _REFERENCE = re.compile(r"\$(\{|[A-Za-z_])")

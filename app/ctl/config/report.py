@@ -7,11 +7,14 @@ header values are redacted (`ab…(redacted)`) unless the caller asks to reveal 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from assern.actors.config.spec import Provenance, ResolvedConfig, ServerSpec
 from assern.supervisor.io.logs import redact
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from assern.actors.config.spec import Provenance, ResolvedConfig, ServerSpec
 
 #: The layer word of an env key that no config layer set (it came from the system env).
 SYSTEM_LAYER = "system-env"
@@ -140,7 +143,10 @@ def render_explain(document: Mapping[str, Any]) -> str:
     lines.append(
         f"env ({len(env)} keys: {len(configured)} configured, {len(system)} from the system environment):"
     )
-    rows = [(key, entry["value"], entry["layer"], entry["file"] or "-") for key, entry in env.items()]
+    rows = [
+        (key, str(entry["value"]), str(entry["layer"]), str(entry["file"] or "-"))
+        for key, entry in env.items()
+    ]
     lines += _table(("KEY", "VALUE", "LAYER", "FILE"), rows)
     if not document["revealed"]:
         lines.append("")
@@ -177,7 +183,7 @@ def _quoted(args: list[str]) -> str:
     )
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
     return [
         "  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
