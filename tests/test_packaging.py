@@ -31,3 +31,40 @@ def test_wheel_has_only_the_assern_namespace(tmp_path: Path) -> None:
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "assern = assern.app.cli:assern_main" in text
     assert "assernctl = assern.app.ctl:main" in text
+
+
+def test_an_editable_install_runs_the_checkout(tmp_path: Path) -> None:
+    """`pip install -e .` works and imports `assern.*` from the working tree's folders."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    # The dependencies come from the environment running the tests (no network needed);
+    # this file sorts after the editable install's own `_assern.pth`.
+    outer = subprocess.run(
+        [sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(purelib) / "zz_dependencies.pth").write_text(outer + "\n")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps"]
+        + ["--no-build-isolation", "--disable-pip-version-check", "-e", str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    code = (
+        "import assern.app.cli as cli, assern.supervisor as sup; print(cli.__file__); print(sup.Supervisor)"
+    )
+    shown = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True).stdout
+    where = Path(shown.splitlines()[0]).resolve()
+    assert where == ROOT / "app" / "cli.py"
+    helped = subprocess.run([str(venv / "bin" / "assern"), "--help"], capture_output=True, text=True)
+    assert helped.returncode == 0, helped.stderr
+    assert "serve" in helped.stdout
