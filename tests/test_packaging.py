@@ -53,12 +53,9 @@ def test_an_editable_install_runs_the_checkout(tmp_path: Path) -> None:
         text=True,
     ).stdout.strip()
     (Path(purelib) / "zz_dependencies.pth").write_text(outer + "\n")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps"]
-        + ["--no-build-isolation", "--disable-pip-version-check", "-e", str(ROOT)],
-        check=True,
-        capture_output=True,
-    )
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps"]
+    pip += ["--no-build-isolation", "--disable-pip-version-check", "-e", str(ROOT)]
+    subprocess.run(pip, check=True, capture_output=True)
     code = (
         "import assern.app.cli as cli, assern.supervisor as sup; print(cli.__file__); print(sup.Supervisor)"
     )
