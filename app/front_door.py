@@ -37,13 +37,13 @@ This module imports nothing heavy (no SDK, no pydantic): it runs before they are
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
 import trio
 
+from assern.actors.jsonrpc import framing
 from assern.actors.listener.handshake import (
     SERVER_NAME,
     SERVER_VERSION,
@@ -186,8 +186,8 @@ class FrontDoor:
         if not self._answer:
             return None
         try:
-            message = json.loads(line)
-        except ValueError:
+            message = framing.loads(line)
+        except ValueError:  # not JSON, or nested too deep: the session answers it
             return None
         request_id = initialize_request_id(message)
         if request_id is None:

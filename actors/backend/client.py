@@ -31,7 +31,9 @@ from pydantic import BaseModel, ValidationError
 from assern.actors.backend.errors import HandshakeFailed, describe_invalid
 from assern.actors.backend.forward import Forwarder, ForwardLost
 from assern.actors.backend.transport import ProcessLink, stdio_process
+from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
+from assern.supervisor.io.reader import LineTooLong
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -237,7 +239,8 @@ class HandshakeClient:
     async def receive(self, message: Any) -> None:
         """What the stdout reader did not route to a pending request (never waits)."""
         if isinstance(message, Exception):
-            self._hooks.bad_message(f"not JSON: {message}")
+            unreadable = isinstance(message, framing.TooDeep | LineTooLong)
+            self._hooks.bad_message(f"{'dropped a line' if unreadable else 'not JSON'}: {message}")
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self._hooks.bad_message(f"not a JSON-RPC 2.0 message: {_excerpt(message)}")

@@ -14,7 +14,6 @@ Nothing here imports the SDK.
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 from collections import deque
 from typing import TYPE_CHECKING, Any, Protocol
@@ -25,7 +24,7 @@ import trio
 from assern.actors.backend.forward import STOPPING, Forwarder
 from assern.actors.jsonrpc import framing
 from assern.supervisor.io.process import ChildProcess, spawn, stop_process
-from assern.supervisor.io.reader import LineReader
+from assern.supervisor.io.reader import LineReader, LineTooLong
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
@@ -59,6 +58,19 @@ class Inbound(Protocol):
 
     def closed(self) -> None:
         """Nothing more will come: stdout ended, or stdin broke."""
+
+
+def unreadable(forwarder: Forwarder, head: bytes, reason: str) -> None:
+    """A backend line that cannot be decoded: fail the pending request it answers, if any.
+
+    The line itself is dropped (the inbound side logs it); the request is answered with an
+    internal error instead of waiting for its timeout.
+    """
+    request_id = framing.recover_id(head)
+    if not isinstance(request_id, str):
+        return
+    error = {"code": framing.INTERNAL_ERROR, "message": f"the backend's answer was dropped: {reason}"}
+    forwarder.route({"jsonrpc": "2.0", "id": request_id, "error": error})
 
 
 class CommandNotFound(Exception):
@@ -99,11 +111,23 @@ async def stdio_process(
         try:
             with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
                 lines = framing.line_reader(process.stdout)
-                while (line := await lines.receive()) is not None:
+                while True:
+                    try:
+                        line = await lines.receive()
+                    except LineTooLong as exc:  # dropped; a request it answered fails
+                        unreadable(forwarder, exc.head, str(exc))
+                        await inbound.receive(exc)
+                        continue
+                    if line is None:
+                        break
                     if not line.strip():
                         continue
                     try:
-                        raw = json.loads(line)
+                        raw = framing.loads(line, checked=False)
+                    except framing.TooDeep as exc:
+                        unreadable(forwarder, line, str(exc))
+                        await inbound.receive(exc)
+                        continue
                     except ValueError as exc:
                         await inbound.receive(exc)
                         continue

@@ -35,6 +35,7 @@ from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.listener.stdio import claim_stdio
 from assern.actors.listener.unix_socket import UnixListener, peer_credentials, refuse
+from assern.supervisor.trionics import main_error
 
 if TYPE_CHECKING:
     from assern.actors.listener.handshake import RequestId, StdioDoor
@@ -75,6 +76,26 @@ class SocketService:
         """Remove both socket files and stop listening (idempotent)."""
         self.mcp.withdraw()
         self.control.withdraw()
+
+
+async def contained(client: str, serving: Awaitable[None]) -> None:
+    """Serve one connection as its own failure domain.
+
+    Whatever goes wrong while serving one client (a bug, a hostile input nobody thought
+    of) ends that client's connection, logged with the reason, and nothing else: not the
+    listener, not another client's session. The listener restarts only for its own
+    faults (a socket it cannot serve). Cancellation is never caught here.
+    """
+    try:
+        await serving
+    except Exception as exc:
+        cause = main_error(exc)  # the error itself, not the nurseries' groups around it
+        log.error(
+            "client_connection_failed",
+            client=client,
+            error=f"{type(cause).__name__}: {cause}",
+            exc_info=exc,
+        )
 
 
 class ListenerActor:
@@ -168,7 +189,7 @@ class ListenerActor:
         connection = ClientConnection(client_id, self.shared)
         self.connections[client_id] = connection
         try:
-            await connection.serve(receive, send, answered=answered)
+            await contained(client_id, connection.serve(receive, send, answered=answered))
         finally:
             del self.connections[client_id]
 
@@ -246,7 +267,7 @@ class ListenerActor:
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
         async with stream:
             with structlog.contextvars.bound_contextvars(client="control"):
-                await serve_control(self.sockets.plane, stream)
+                await contained("control", serve_control(self.sockets.plane, stream))
 
     # ----------------------------------------------------------------- lifetime
 
@@ -290,3 +311,10 @@ class ListenerActor:
                     await connection.backend_notification(item.server, item.note)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     pass
+                except Exception as exc:  # one connection's fault: the others still get theirs
+                    log.error(
+                        "client_notification_failed",
+                        client=connection.client_id,
+                        error=f"{type(exc).__name__}: {exc}",
+                        exc_info=exc,
+                    )

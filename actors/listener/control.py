@@ -28,6 +28,7 @@ from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
 from assern.supervisor.cell import Cell
+from assern.supervisor.io.reader import LineTooLong
 from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
 
 log = structlog.get_logger()
@@ -240,9 +241,17 @@ async def answer(plane: ControlPlane, line: bytes) -> tuple[bytes, Command | Non
 
 async def serve_control(plane: ControlPlane, stream: trio.abc.Stream) -> None:
     """Answer one control connection's commands, in order, until it hangs up."""
+    reader = framing.line_reader(stream)
     try:
-        reader = framing.line_reader(stream)
-        while (line := await reader.receive()) is not None:
+        while True:
+            try:
+                line = await reader.receive()
+            except LineTooLong as exc:  # answered, and the connection goes on after it
+                log.warning("control_message_refused", error=str(exc))
+                await stream.send_all(proto.error_line(None, proto.INVALID_REQUEST, str(exc)))
+                continue
+            if line is None:
+                return
             if not line.strip():
                 continue
             reply, command = await answer(plane, line)
@@ -252,7 +261,5 @@ async def serve_control(plane: ControlPlane, stream: trio.abc.Stream) -> None:
                 if command.name == "shutdown":
                     plane.shutdown()
                     return
-    except ValueError as exc:  # a line over the size limit
-        await stream.send_all(proto.error_line(None, proto.INVALID_REQUEST, str(exc)))
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         pass

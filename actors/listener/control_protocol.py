@@ -17,6 +17,8 @@ from typing import Any
 
 import attrs
 
+from assern.actors.jsonrpc import framing
+
 PROTOCOL_VERSION = 1
 
 #: Every command, with what it does (sent back with an `unknown_command` error).
@@ -86,7 +88,11 @@ def parse_command(line: bytes) -> Command:
             version, or names no known command.
     """
     try:
-        raw = json.loads(line)
+        raw = framing.loads(line)
+    except framing.TooDeep as exc:
+        raise ControlFailure(
+            INVALID_REQUEST, str(exc), request_id=_echoable(framing.recover_id(line))
+        ) from None
     except ValueError:
         raise ControlFailure(PARSE_ERROR, "the line is not valid JSON") from None
     if not isinstance(raw, dict):

@@ -20,15 +20,15 @@ import trio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 
-from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.sdk import write_lines
-from assern.actors.listener.jsonl import SendRaw, parse_message
-from assern.supervisor.io.reader import LineReader, LineTooLong
+from assern.actors.listener.jsonl import END, SendRaw, next_value, parse_message
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Sequence
 
     import mcp_types as types
+
+    from assern.supervisor.io.reader import LineReader
 
 log = structlog.get_logger()
 
@@ -57,19 +57,14 @@ async def message_streams(
             try:
                 for message in lead:
                     await read_send.send(SessionMessage(message))
-                while (line := await reader.receive()) is not None:
-                    if not line.strip():
-                        continue
-                    raw = framing.decode(line)
-                    parsed = raw if isinstance(raw, bytes) else parse_message(raw)
+                while (raw := await next_value(reader, out)) is not END:
+                    parsed = parse_message(raw)
                     if isinstance(parsed, bytes):
                         await out.write(parsed)
                     else:
                         await read_send.send(SessionMessage(parsed))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, *_GONE):
                 return
-            except LineTooLong as exc:
-                log.warning("client_message_refused", error=str(exc))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(pump_in)

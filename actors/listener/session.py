@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import structlog
@@ -51,13 +51,15 @@ from assern.actors.listener.context import (
 )
 from assern.actors.listener.handlers import Handlers
 from assern.actors.listener.handshake import SERVER_VERSION
-from assern.actors.listener.jsonl import SendRaw, parse_message
+from assern.actors.listener.jsonl import END, SendRaw, next_value, parse_message
 from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
 from assern.actors.listener.raw_lane import RawLane
 from assern.actors.listener.routing import Routing
 from assern.actors.router import naming
-from assern.supervisor.io.reader import LineReader, LineTooLong
 from assern.supervisor.io.writer import DirectWriter
+
+if TYPE_CHECKING:
+    from assern.supervisor.io.reader import LineReader
 
 __all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]
 
@@ -165,8 +167,6 @@ class ClientConnection:
                 self.lane.cancel_all()
         except _GONE:
             pass  # the client is gone
-        except LineTooLong as exc:  # this client is not served further
-            log.warning("client_message_refused", error=str(exc))
 
     async def _opening(self, reader: LineReader, out: SendRaw) -> tuple[list[Incoming], Incoming | None]:
         """Read up to the first request: the messages before it (a few kept), and it."""
@@ -182,13 +182,7 @@ class ClientConnection:
 
     async def _next(self, reader: LineReader, out: SendRaw, *, intercept: bool) -> Incoming | None:
         """The next message for the session; None at the end. Bad lines are answered here."""
-        while (line := await reader.receive()) is not None:
-            if not line.strip():
-                continue
-            raw = framing.decode(line)
-            if isinstance(raw, bytes):
-                await out.write(raw)
-                continue
+        while (raw := await next_value(reader, out)) is not END:
             if intercept and self.lane.intercept(raw):
                 continue
             message = parse_message(raw)

@@ -59,7 +59,20 @@ async def receive_some(stream: trio.abc.ReceiveStream, max_bytes: int) -> bytes:
 
 
 class LineTooLong(ValueError):
-    """A line grew beyond the reader's `max_line`: its sender is not read any further."""
+    """A line grew beyond the reader's `max_line`. The reader skips the rest of it: the
+    next `receive` returns the line after it.
+
+    Attributes:
+        head: The line's first bytes (up to `HEAD` of them), for whoever answers it.
+    """
+
+    def __init__(self, max_line: int, head: bytes) -> None:
+        super().__init__(f"a line exceeded {max_line} bytes")
+        self.head = head
+
+
+#: How much of an over-long line `LineTooLong` keeps.
+HEAD = 64 * 1024
 
 
 class LineReader:
@@ -67,7 +80,8 @@ class LineReader:
 
     Args:
         stream: What to read.
-        max_line: The longest line held, in bytes; a longer one raises `LineTooLong`.
+        max_line: The longest line held, in bytes. A longer one raises `LineTooLong`
+            once, and the reader then skips it up to its newline and goes on.
         chunk: How much one read asks for.
     """
 
@@ -78,6 +92,8 @@ class LineReader:
         self._buffer = bytearray()
         self._start = 0
         self._eof = False
+        #: inside a line that was refused: drop bytes up to its newline
+        self._skipping = False
 
     @property
     def max_line(self) -> int:
@@ -90,12 +106,19 @@ class LineReader:
         Cancellation leaves the reader as it was: what was read stays buffered.
 
         Raises:
-            LineTooLong: a line grew beyond `max_line`.
+            LineTooLong: a line grew beyond `max_line` (the reader goes on after it).
             trio.ClosedResourceError, trio.BrokenResourceError: as `receive_some`.
         """
         while True:
             end = self._buffer.find(b"\n", self._start)
-            if end >= 0:
+            if self._skipping:
+                if end >= 0:
+                    self._skipping = False
+                    self._start = end + 1
+                    continue
+                self._buffer.clear()
+                self._start = 0
+            elif end >= 0:
                 line = bytes(self._buffer[self._start : end])
                 self._start = end + 1
                 return line
@@ -107,7 +130,10 @@ class LineReader:
             del self._buffer[: self._start]
             self._start = 0
             if len(self._buffer) > self._max_line:
-                raise LineTooLong(f"a line exceeded {self._max_line} bytes")
+                head = bytes(self._buffer[:HEAD])
+                self._buffer.clear()
+                self._skipping = True
+                raise LineTooLong(self._max_line, head)
             data = await receive_some(self._stream, self._chunk)
             if data:
                 self._buffer += data

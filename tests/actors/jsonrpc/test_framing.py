@@ -44,6 +44,60 @@ async def test_a_line_too_long_is_refused() -> None:
     assert await lines_of(b"x" * 10 + b"\n", max_line=10) == [b"x" * 10]
 
 
+async def test_after_a_line_too_long_the_reader_goes_on_with_the_next() -> None:
+    send, receive = trio.testing.memory_stream_one_way_pair()
+    await send.send_all(b'{"id": 9, "x": "' + b"y" * 100 + b'"}\nafter\n' + b"z" * 50)
+    await send.aclose()
+    reader = LineReader(receive, 40, chunk=16)
+    with pytest.raises(LineTooLong) as refused:
+        await reader.receive()
+    assert refused.value.head.startswith(b'{"id": 9')
+    assert framing.recover_id(refused.value.head) == 9
+    assert await reader.receive() == b"after"
+    with pytest.raises(LineTooLong):  # the last line, without a newline, is too long too
+        await reader.receive()
+    assert await reader.receive() is None
+
+
+def test_json_nested_deeper_than_the_limit_is_refused_whatever_the_depth() -> None:
+    ok = b"[" * framing.MAX_DEPTH + b"]" * framing.MAX_DEPTH
+    assert framing.loads(ok) is not None
+    for depth in (framing.MAX_DEPTH + 1, 3_000, 100_000):
+        line = b"[" * depth + b"]" * depth
+        with pytest.raises(framing.TooDeep):
+            framing.loads(line)
+        answer = json.loads(framing.decode(line))
+        assert answer["id"] is None
+        assert answer["error"]["code"] == framing.INVALID_REQUEST
+        assert f"nested deeper than {framing.MAX_DEPTH} levels" in answer["error"]["message"]
+    # unchecked (a backend's output): the parser's own guard, still a TooDeep
+    with pytest.raises(framing.TooDeep):
+        framing.loads(b"[" * 100_000 + b"]" * 100_000, checked=False)
+
+
+def test_brackets_in_strings_and_wide_arrays_are_not_depth() -> None:
+    assert not framing.nesting_exceeds(b'["' + b"[" * 5000 + b'"]')
+    assert not framing.nesting_exceeds(b'["\\"' + b"[[[" * 300 + b'"]')
+    assert not framing.nesting_exceeds(b"[" + b"[]," * 10_000 + b"[]]")
+    assert framing.nesting_exceeds(b'{"a":' * 600 + b"1" + b"}" * 600)
+
+
+@pytest.mark.parametrize(
+    ("line", "found"),
+    [
+        (b'{"jsonrpc":"2.0","id":7,"params":[[[', 7),
+        (b'{"jsonrpc":"2.0","params":{"id":3,"a":[[]]},"id":"abc"}', "abc"),
+        (b'{"method":"id","x":1}', None),
+        (b'{"id":true}', None),
+        (b'{"id":1.5}', None),
+        (b'[{"id":1}]', None),
+        (b"not json at all", None),
+    ],
+)
+def test_the_id_of_an_unreadable_line_is_recovered_when_it_can_be(line: bytes, found: object) -> None:
+    assert framing.recover_id(line) == found
+
+
 def test_every_peer_shares_one_limit() -> None:
     _send, receive = trio.testing.memory_stream_one_way_pair()
     assert framing.line_reader(receive).max_line == framing.MAX_LINE == 64 * 1024 * 1024
