@@ -19,10 +19,11 @@ from assern.actors.config.model import (
     ProjectConfig,
     ServerConfig,
     SettingsConfig,
+    server_problems,
 )
 from assern.actors.config.project import LOCAL_DIR, expand_user
 from assern.actors.config.spec import ConfigError, Layer, Provenance
-from assern.actors.config.structure import loads_toml, parse_toml, structure
+from assern.actors.config.structure import loads_toml, parse_toml, show, structure
 from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, parse_yaml
 
 #: Which resolution level a server table belongs to: the global config (with its
@@ -198,9 +199,9 @@ def read_local(root: Path, *, home: Path) -> LocalSource:
     model = loads_toml(text, LocalConfigFile, file=str(path))
     included, included_files, problems = _read_includes(model.include, path, "local", home)
     problems += [
-        at(message, ("servers", name, *suffix))
+        problem
         for name, server in model.servers.items()
-        for suffix, message in server.problems(defines=False)
+        for problem in server_problems(name, server, defines=False, path=("servers",))
     ]
     if problems:
         raise ConfigError(str(path), tuple(problems))
@@ -224,6 +225,11 @@ def _read_includes(
     problems: list[str] = []
     for index, raw in enumerate(includes):
         path = including.parent / expand_user(raw, home)
+        if not raw.strip() or path.is_dir():
+            problems.append(
+                at(f"expected the path of an mcpServers JSON file, got {show(raw)}", ("include", index))
+            )
+            continue
         text = read_text(path)
         if text is None:
             problems.append(at(f"included file not found: {path}", ("include", index)))

@@ -10,6 +10,7 @@ by one (`Problems`).
 """
 
 import os
+import urllib.parse
 from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +25,7 @@ from assern.actors.config.model import ServerConfig
 from assern.actors.config.policy import intensity_unreachable
 from assern.actors.config.project import expand_user
 from assern.actors.config.spec import ConfigError, Layer, Provenance, ServerSpec
+from assern.actors.config.structure import show
 from assern.supervisor.intensity import backoff_total
 from assern.supervisor.spec import Restart, RestartPolicy
 
@@ -115,6 +117,8 @@ def resolve_server(
 
     command = expand("command")
     url = expand("url")
+    _check_command(command, fields, problems)
+    _check_url(url, fields, problems)
     args: tuple[str, ...] = ()
     if (found_args := fields.get("args")) is not None:
         values, origin = found_args
@@ -216,6 +220,33 @@ def _expand(
     except ExpansionError as exc:
         problems.add(origin.file, (*origin.prefix, *suffix), str(exc))
         return value
+
+
+def _check_command(command: str | None, fields: Mapping[str, tuple[Any, Origin]], problems: Problems) -> None:
+    """A command that is blank, as written or once its variables are expanded, cannot run."""
+    if command is None or command.strip():
+        return
+    written, origin = fields["command"]
+    got = show(written) if written == command else f"{show(written)}, which is {show(command)} once expanded"
+    problems.add(origin.file, (*origin.prefix, "command"), f"expected a command to run, got {got}")
+
+
+def _check_url(url: str | None, fields: Mapping[str, tuple[Any, Origin]], problems: Problems) -> None:
+    """A remote server's url must be http or https, with a host."""
+    if url is None:
+        return
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        host = parts.hostname
+    except ValueError:  # e.g. a malformed IPv6 host or port
+        parts, host = None, None
+    if parts is not None and parts.scheme in ("http", "https") and host:
+        return
+    written, origin = fields["url"]
+    got = show(written) if written == url else f"{show(written)}, which is {show(url)} once expanded"
+    problems.add(
+        origin.file, (*origin.prefix, "url"), f"expected an http:// or https:// URL with a host, got {got}"
+    )
 
 
 def _resolve_cwd(cwd: str | None, fields: Mapping[str, tuple[Any, Origin]], home: Path) -> str | None:

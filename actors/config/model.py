@@ -10,6 +10,7 @@ field types at runtime.
 """
 
 import json
+import math
 import re
 from collections.abc import Collection, Mapping
 from typing import Any, Literal
@@ -42,24 +43,38 @@ _MCP_TRANSPORTS: dict[McpServerType, Transport] = {
 # -- validators: callable classes with a readable repr, raising messages meant for users --
 
 
+#: The longest time any setting may name: a week (every timeout, window and backoff).
+MAX_SECONDS = 7 * 24 * 3600.0
+#: The most restarts a window may allow.
+MAX_RESTARTS = 10_000
+#: The shortest `max_name_length`: a shortened name keeps at least 7 characters of its
+#: head, then `_` and an 8-character hash (naming.py), so it stays readable and distinct.
+MIN_NAME_LENGTH = 16
+
+
 @attrs.frozen(repr=False)
 class _AtLeast:
-    """Optional number `>= bound` (or `> bound` when not `inclusive`)."""
+    """Optional finite number `>= bound` (or `> bound` when not `inclusive`), at most `most`."""
 
     bound: float
     noun: str = "a number"
     inclusive: bool = True
+    most: float = MAX_SECONDS
 
     # `Any`: one validator serves int and float fields alike (attrs types it by its field).
     def __call__(self, _instance: object, _attribute: object, value: Any) -> None:
         if value is None:
             return
+        if not math.isfinite(value):
+            raise Invalid(f"expected {self.noun} (a finite number), got {show(value)}")
         if value < self.bound or (not self.inclusive and value == self.bound):
             relation = ">=" if self.inclusive else ">"
             raise Invalid(f"expected {self.noun} {relation} {self.bound:g}, got {show(value)}")
+        if value > self.most:
+            raise Invalid(f"expected {self.noun} <= {self.most:g}, got {show(value)}")
 
     def __repr__(self) -> str:
-        return f"<validator {'>=' if self.inclusive else '>'} {self.bound:g}>"
+        return f"<validator {'>=' if self.inclusive else '>'} {self.bound:g}, <= {self.most:g}>"
 
 
 def _positive(noun: str = "a number") -> _AtLeast:
@@ -118,7 +133,9 @@ class SettingsConfig:
     """`[settings]` as one file writes it."""
 
     naming: Naming | None = None
-    max_name_length: int | None = attrs.field(default=None, validator=_AtLeast(1, "an integer"))
+    max_name_length: int | None = attrs.field(
+        default=None, validator=_AtLeast(MIN_NAME_LENGTH, "an integer", most=4096)
+    )
     initialize_wait: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
 
 
@@ -157,7 +174,9 @@ class ServerConfig:
     merge_mode: MergeMode | None = None
     allowed: tuple[str, ...] | None = None
     restart: RestartType | None = None
-    max_restarts: int | None = attrs.field(default=None, validator=_AtLeast(0, "an integer"))
+    max_restarts: int | None = attrs.field(
+        default=None, validator=_AtLeast(0, "an integer", most=MAX_RESTARTS)
+    )
     restart_window: float | None = attrs.field(default=None, validator=_positive())
     backoff_initial: float | None = attrs.field(default=None, validator=_AtLeast(0))
     backoff_max: float | None = attrs.field(default=None, validator=_AtLeast(0))
@@ -224,9 +243,9 @@ class ServerConfig:
         entries = structure(raw, Mapping[str, McpServerEntry], file=file, prefix=(key,))  # type: ignore[type-abstract]
         servers = {name: cls.from_mcp_server(entry) for name, entry in entries.items()}
         problems = [
-            at(message, (key, name, *suffix))
+            problem
             for name, server in servers.items()
-            for suffix, message in server.problems(defines=True)
+            for problem in server_problems(name, server, defines=True, path=(key,))
         ]
         if problems:
             raise ConfigError(file, tuple(problems))
@@ -252,6 +271,28 @@ class ServerConfig:
         if self.transport in ("sse", "streamable-http") and self.command is not None:
             problems.append((("transport",), f"transport {self.transport!r} needs `url`, not `command`"))
         return problems
+
+
+def server_name_problem(name: str) -> str | None:
+    """What is wrong with a server's name, if anything.
+
+    A name is any text with at least one ASCII letter or digit, without `/` (resource
+    URIs carry the name as a path segment) and without control characters. In tool and
+    prompt names every character other than a letter, a digit or `_` becomes `_`
+    (naming.py), so `my-server` and `my server` both give the prefix `my_server`.
+    """
+    if not any(ch.isascii() and ch.isalnum() for ch in name):
+        return f"expected a server name with at least one letter or digit, got {show(name)}"
+    if "/" in name or not name.isprintable():
+        return f"expected a server name without '/' or control characters, got {show(name)}"
+    return None
+
+
+def server_problems(name: str, server: ServerConfig, *, defines: bool, path: KeyPath) -> list[str]:
+    """Every "problem @ key.path" line of one server table at `path + (name,)`."""
+    found = [at(message, (*path, name, *suffix)) for suffix, message in server.problems(defines=defines)]
+    naming = server_name_problem(name)
+    return [at(naming, (*path, name)), *found] if naming is not None else found
 
 
 #: `servers` of a project: a list of global server names to enable, or override tables.
@@ -312,9 +353,9 @@ class ConfigFile:
                 `[servers.X]` table for one of them is an override, not a definition).
         """
         problems = [
-            at(message, ("servers", name, *suffix))
+            problem
             for name, server in self.servers.items()
-            for suffix, message in server.problems(defines=name not in included)
+            for problem in server_problems(name, server, defines=name not in included, path=("servers",))
         ]
         known = {*included, *self.servers}
         for project_name, project in self.projects.items():
@@ -324,8 +365,7 @@ class ConfigFile:
                     listing = ", ".join(repr(n) for n in sorted(known)) or "none"
                     problems.append(at(f"unknown server {name!r} (known servers: {listing})", (*path, index)))
             for name, server in project.overrides.items():
-                for suffix, message in server.problems(defines=name not in known):
-                    problems.append(at(message, (*path, name, *suffix)))
+                problems += server_problems(name, server, defines=name not in known, path=path)
         return problems
 
 
