@@ -562,7 +562,8 @@ async def open_supervisor(
         if lone is None:
             raise
         raise_unwrapped(lone)
-    if supervisor is not None and supervisor._failure is not None:
+    # Reached only when the block ran: `supervisor` was made.
+    if supervisor._failure is not None:
         raise supervisor._failure
 
 

@@ -63,6 +63,6 @@ def main_error(exc: Exception) -> Exception:
     status line or log event wants the failure itself.
     """
     for leaf in leaf_errors(exc):
-        if isinstance(leaf, Exception) and not isinstance(leaf, trio.Cancelled):
+        if isinstance(leaf, Exception):  # trio.Cancelled is a BaseException: never one
             return leaf
     return exc

@@ -37,7 +37,7 @@ from assern.app.instance import (
 def spec(name: str = "alpha", **changes: object) -> ServerSpec:
     fields: dict[str, object] = {"name": name, "transport": "stdio", "command": "run-" + name}
     fields.update(changes)
-    return ServerSpec(**fields)  # type: ignore[arg-type]
+    return ServerSpec(**fields)  # type: ignore[arg-type]  # each field a test sets has its own type
 
 
 def config(*servers: ServerSpec, project: str | None = None, files: tuple[Path, ...] = ()) -> ResolvedConfig:

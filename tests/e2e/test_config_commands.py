@@ -325,7 +325,8 @@ def _show(assern_env: AssernEnv, env: dict[str, str], config: str) -> dict[str, 
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
 
 
 def test_import_the_original_yaml_layout(assern_env: AssernEnv) -> None:

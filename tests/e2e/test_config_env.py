@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from content import text_in
 from harness import AssernEnv, assern_command, server_table
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -34,7 +35,7 @@ async def env_of(env: AssernEnv, cwd: Path, server: str, *names: str) -> dict[st
             for name in names:
                 result = await client.call_tool(f"{prefix}_get_env", {"name": name})
                 assert not result.is_error, result
-                values[name] = result.content[0].text  # type: ignore[union-attr]
+                values[name] = text_in(result.content[0])
             return values
 
 

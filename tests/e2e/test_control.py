@@ -78,7 +78,8 @@ async def test_status_json_while_backends_run_restart_and_fail(
     at = ("--config", str(config))
 
     async def status() -> dict[str, Any]:
-        return await ctl_json(assern_env, "status", *at)
+        doc: dict[str, Any] = await ctl_json(assern_env, "status", *at)
+        return doc
 
     with trio.fail_after(40):
         async with trio.open_nursery() as nursery:

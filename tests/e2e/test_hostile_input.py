@@ -51,7 +51,8 @@ class Lines:
             assert chunk, "the connection ended"
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
 
 async def refused_everywhere(send: Callable[[bytes], Any], receive: Callable[[], Any], ids: bool) -> None:
@@ -60,7 +61,8 @@ async def refused_everywhere(send: Callable[[bytes], Any], receive: Callable[[],
     async def answer_of() -> dict[str, Any]:
         while "id" not in (message := await receive()):
             pass  # a notification (list_changed, ...) in between
-        return message
+        answer: dict[str, Any] = message
+        return answer
 
     number = 1000
     for depth in DEPTHS:

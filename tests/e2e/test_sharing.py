@@ -21,6 +21,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
+from content import text_in
 from harness import AssernEnv, server_table
 from instances import (
     Session,
@@ -51,7 +52,7 @@ async def test_a_second_serve_proxies_to_the_first_and_outlives_it(
     asked: list[str] = []
 
     async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
-        asked.append(params.messages[0].content.text)  # type: ignore[union-attr]
+        asked.append(text_in(params.messages[0].content))
         return types.CreateMessageResult(
             role="assistant", content=types.TextContent(type="text", text="from B"), model="m"
         )

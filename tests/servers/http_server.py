@@ -59,7 +59,7 @@ def main() -> None:
         await original_startup(sockets)
         print("ready", file=sys.stderr, flush=True)
 
-    instance.startup = startup  # type: ignore[method-assign]
+    instance.startup = startup  # type: ignore[method-assign]  # to say when it listens
     instance.run()
 
 

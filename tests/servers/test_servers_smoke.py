@@ -294,7 +294,7 @@ async def test_server_to_client_requests(mode: str) -> None:
         return types.ElicitResult(action="accept", content={"answer": f"yes to {params.message}"})
 
     async def roots(context: ClientRequestContext) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/project")])
+        return types.ListRootsResult(roots=[types.Root.model_validate({"uri": "file:///tmp/project"})])
 
     logged: list[types.LoggingMessageNotificationParams] = []
 
@@ -464,7 +464,7 @@ async def test_hang_on_start_never_answers() -> None:
         assert process.stdout is not None
         try:
             await process.stdin.send_all(json.dumps(initialize).encode() + b"\n")
-            answered = b""
+            answered: bytes | bytearray = b""
             with trio.move_on_after(3):
                 answered = await process.stdout.receive_some()
             assert answered == b""

@@ -415,7 +415,7 @@ class TestingServer:
         if level not in LOG_LEVELS:
             raise ToolFailed(f"level must be one of {', '.join(LOG_LEVELS)}")
         await ctx.session.send_log_message(
-            level,  # type: ignore[arg-type]  # checked against LOG_LEVELS above
+            level,  # checked against LOG_LEVELS above
             message,
             logger=self.name,
             related_request_id=ctx.request_id,

@@ -12,7 +12,7 @@ from assern.supervisor.spec import ChildSpec, ChildStart, RestartPolicy, Strateg
 from assern.supervisor.supervisor import ChildState, open_supervisor
 
 if TYPE_CHECKING:
-    from conftest import Recorder
+    from supervised_children import Recorder
 
 BACKENDS = SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=None)
 POLICY = RestartPolicy(max_restarts=2, restart_window=60.0, backoff_initial=1.0, backoff_max=8.0, jitter=0.0)

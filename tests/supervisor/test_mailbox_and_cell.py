@@ -1,5 +1,7 @@
 """Request/reply over mailboxes, and the latest-value cell."""
 
+from collections.abc import Awaitable, Callable
+
 import outcome
 import pytest
 import trio
@@ -39,7 +41,7 @@ async def test_actor_dropping_a_request_raises_actor_gone() -> None:
                 await call(send, lambda reply: reply)
 
 
-async def _swallow(fn) -> None:  # type: ignore[no-untyped-def]
+async def _swallow(fn: Callable[[], Awaitable[object]]) -> None:
     try:
         await fn()
     except RuntimeError:

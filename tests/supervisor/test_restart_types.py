@@ -21,7 +21,7 @@ from assern.supervisor.supervisor import (
 )
 
 if TYPE_CHECKING:
-    from conftest import Recorder
+    from supervised_children import Recorder
 
 #: no supervisor-wide limit: these tests are about each child's own policy
 PER_CHILD = SupervisorSpec(strategy=Strategy.ONE_FOR_ONE, intensity=None)

@@ -12,7 +12,7 @@ from assern.supervisor.spec import ChildSpec, RestartPolicy, Strategy, Superviso
 from assern.supervisor.supervisor import ChildState, ChildStatus, open_supervisor
 
 if TYPE_CHECKING:
-    from conftest import Recorder
+    from supervised_children import Recorder
 
 SPEC = SupervisorSpec(strategy=Strategy.REST_FOR_ONE, intensity=None)
 

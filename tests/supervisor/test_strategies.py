@@ -11,7 +11,7 @@ from assern.supervisor.spec import ChildSpec, Restart, RestartPolicy, Strategy, 
 from assern.supervisor.supervisor import ChildState, open_supervisor
 
 if TYPE_CHECKING:
-    from conftest import Recorder
+    from supervised_children import Recorder
 
 #: the first restart is immediate, every further one within the window waits 1s
 ONE_SECOND = RestartPolicy(backoff_initial=1.0, backoff_max=1.0, jitter=0.0)

@@ -132,7 +132,7 @@ def setup(*tools: str, settled: bool = True, raw_lane: bool = False) -> Setup:
         splice=lambda *_args, **_kwargs: None,
         listing=SimpleNamespace(capabilities=types.ServerCapabilities(logging=types.LoggingCapability())),
     )
-    handle = BackendHandle(name="a", mailbox=send, view=actor)  # type: ignore[arg-type]
+    handle = BackendHandle(name="a", mailbox=send, view=actor)
     event = trio.Event()
     if settled:
         event.set()
@@ -162,7 +162,8 @@ class Wire:
             assert chunk, "the connection ended"
             self.buffer += chunk
         line, self.buffer = self.buffer.split(b"\n", 1)
-        return json.loads(line)
+        message: dict[str, Any] = json.loads(line)
+        return message
 
     async def request(self, request_id: Any, method: str, params: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}

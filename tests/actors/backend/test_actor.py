@@ -108,7 +108,7 @@ async def test_a_quiet_backend_that_does_not_answer_its_ping_is_hung(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     backend, session = actor(spec("2025-11-25")), Pinged("never")
-    await backend._ping(session)  # type: ignore[arg-type]
+    await backend._ping(session)  # type: ignore[arg-type]  # a stand-in with send_ping only
     assert session.pings == 1
     assert isinstance(backend._end, BackendHung)
     assert trio.current_time() == PING_INTERVAL + PING_TIMEOUT

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import structlog.testing
 import trio
+from content import text_in
 
 from assern.actors.config.spec import ResolvedConfig, ServerSpec, Settings
 from assern.actors.listener.inproc import inproc_client
@@ -51,7 +54,7 @@ async def run_and_call(resolved: ResolvedConfig) -> None:
             await tree.settled.wait()
             async with inproc_client(tree.shared, "test-client") as client:
                 got = await client.call_tool("gh_get_env", {"name": "GITHUB_TOKEN"})
-                assert got.content[0].text == SECRET  # type: ignore[union-attr]
+                assert text_in(got.content[0]) == SECRET
                 await client.call_tool("gh_echo", {"text": "hi"})
                 try:
                     await client.call_tool("gh_crash", {"code": 5})
@@ -61,8 +64,8 @@ async def run_and_call(resolved: ResolvedConfig) -> None:
             tree.shutdown()
 
 
-def check(events: list[dict[str, object]]) -> None:
-    by_event: dict[str, list[dict[str, object]]] = {}
+def check(events: Sequence[Mapping[str, Any]]) -> None:
+    by_event: dict[str, list[Mapping[str, Any]]] = {}
     for event in events:
         by_event.setdefault(str(event["event"]), []).append(event)
     ready = by_event["backend_ready"][0]

@@ -237,7 +237,7 @@ async def test_a_result_that_does_not_validate_fails_that_request_alone(outbox: 
         with pytest.raises(RpcError, match="resources/read result: contents: Field required"):
             await peer.run(peer.client.read_resource("test://x"), result({"text": "no contents"}))
         with pytest.raises(RpcError, match="is not a JSON object"):
-            await peer.run(peer.client.get_prompt("p", None), result([]))  # type: ignore[arg-type]
+            await peer.run(peer.client.get_prompt("p", None), result([]))  # type: ignore[arg-type]  # a list on purpose
         # The connection is still fine: the next request gets its answer.
         pong = await peer.run(peer.client.send_ping(), result({}))
         assert pong is None
@@ -269,10 +269,10 @@ def test_the_later_revision_keys_are_those_of_the_protocol_maps() -> None:
 
 
 async def test_a_call_reports_progress_and_returns_a_validated_result(outbox: Callable[..., Any]) -> None:
-    progress: list[tuple[float, float | None, str | None]] = []
+    seen: list[tuple[float, float | None, str | None]] = []
 
-    async def sink(done: float, total: float | None, message: str | None) -> None:
-        progress.append((done, total, message))
+    async def sink(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     async with backend(outbox, Recorder()) as peer, trio.open_nursery() as nursery:
         got: dict[str, Any] = {}
@@ -297,9 +297,11 @@ async def test_a_call_reports_progress_and_returns_a_validated_result(outbox: Ca
             await trio.testing.wait_all_tasks_blocked()
         answer = {"content": [{"type": "text", "text": "hi"}], "isError": False}
         await peer.send({"jsonrpc": "2.0", "id": request["id"], "result": answer})
-    assert progress == [(1, 2, "step 1"), (2, 2, "step 2")]
+    assert seen == [(1, 2, "step 1"), (2, 2, "step 2")]
     assert isinstance(got["result"], types.CallToolResult)
-    assert got["result"].content[0].text == "hi"
+    [content] = got["result"].content
+    assert isinstance(content, types.TextContent)
+    assert content.text == "hi"
 
 
 async def test_an_error_answer_raises_the_backends_error(outbox: Callable[..., Any]) -> None:
@@ -394,7 +396,7 @@ async def test_the_backends_ping_is_answered_and_unknown_requests_are_refused(
 
 async def test_sampling_elicitation_and_roots_go_to_a_client_and_back(outbox: Callable[..., Any]) -> None:
     recorder = Recorder()
-    answers = {
+    answers: dict[str, dict[str, Any]] = {
         "sampling/createMessage": {
             "role": "assistant",
             "content": {"type": "text", "text": "4"},
@@ -405,7 +407,8 @@ async def test_sampling_elicitation_and_roots_go_to_a_client_and_back(outbox: Ca
     }
 
     async def answer(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        return answers[method]
+        found: dict[str, Any] = answers[method]
+        return found
 
     recorder.answer = answer
     sampling = {"messages": [{"role": "user", "content": {"type": "text", "text": "2+2"}}], "maxTokens": 5}

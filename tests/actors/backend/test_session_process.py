@@ -97,7 +97,7 @@ async def within(seconds: float, step: Awaitable[Any]) -> Any:
 
 
 async def test_our_client_serves_a_legacy_stdio_backend_end_to_end() -> None:
-    answers = {
+    answers: dict[str, dict[str, Any]] = {
         "sampling/createMessage": {
             "role": "assistant",
             "content": {"type": "text", "text": "4"},
@@ -119,13 +119,13 @@ async def test_our_client_serves_a_legacy_stdio_backend_end_to_end() -> None:
             assert {"echo", "progress", "ask_sampling", "crash"} <= names
             assert text(await session.call_tool("echo", {"text": "hi"})) == "hi"
 
-            progress: list[tuple[float, float | None, str | None]] = []
+            seen_progress: list[tuple[float, float | None, str | None]] = []
 
-            async def sink(done: float, total: float | None, message: str | None) -> None:
-                progress.append((done, total, message))
+            async def sink(progress: float, total: float | None, message: str | None) -> None:
+                seen_progress.append((progress, total, message))
 
             assert text(await session.call_tool("progress", {"steps": 2}, progress=sink)) == "progressed"
-            assert progress == [(1, 2, "step 1"), (2, 2, "step 2")]
+            assert seen_progress == [(1, 2, "step 1"), (2, 2, "step 2")]
 
             resources = {str(r.uri) for r in (await session.list_resources()).resources}
             assert "test://info" in resources

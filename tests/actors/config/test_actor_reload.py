@@ -171,7 +171,8 @@ async def test_a_broken_file_is_watched_until_it_is_fixed(autojump_clock: trio.t
         files.write(CONFIG, size=1)
         await trio.sleep(5)
         assert run.sent() == []
-        assert run.actor.reload_error is not None
+        failed = run.actor.reload_error
+        assert failed is not None
         assert LOCAL in run.actor.watched()
 
         load.result = config("a", "fixed")
@@ -221,7 +222,7 @@ async def test_watching_can_be_turned_off() -> None:
         current=Cell(load()),
         backends=desired_send,
         watch_interval=None,
-        stat=lambda path: stats.append(path),  # type: ignore[func-returns-value]
+        stat=lambda path: stats.append(path),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(actor.run)

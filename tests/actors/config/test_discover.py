@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ USER = Path("/home/u/.config/cllm-mcp/config.json")
 ASSERN_HOME = Path("/home/u/.valksor/assern")
 
 
-def exists(*paths: Path):  # type: ignore[no-untyped-def]
+def exists(*paths: Path) -> Callable[[Path], bool]:
     present = set(paths)
     return lambda path: path in present
 

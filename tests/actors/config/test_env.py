@@ -82,7 +82,7 @@ def test_merge_env_replace_vector() -> None:
 def test_merge_env_without_project_env_keeps_server_env(mode: str) -> None:
     """No project env (None) leaves the server env as it is, in both modes."""
     server = {"TOKEN": "global"}
-    assert merge_env(server, None, mode) == server  # type: ignore[arg-type]
+    assert merge_env(server, None, mode) == server  # type: ignore[arg-type]  # mode: a str from parametrize
 
 
 def test_merge_env_does_not_mutate_and_rejects_bad_mode() -> None:
@@ -92,7 +92,7 @@ def test_merge_env_does_not_mutate_and_rejects_bad_mode() -> None:
     assert server == {"A": "1"}
     assert project == {"B": "2"}
     with pytest.raises(ValueError, match="expected one of 'overlay', 'replace'"):
-        merge_env(server, project, "both")  # type: ignore[arg-type]
+        merge_env(server, project, "both")  # type: ignore[arg-type]  # a wrong mode on purpose
 
 
 def test_parse_dotenv() -> None:

@@ -78,7 +78,9 @@ async def test_a_change_is_reported_after_one_poll_and_the_quiet_period(
         await trio.sleep(10)
         nursery.cancel_scope.cancel()
     # polls at 1, 2, 3: the change is seen at 3 and stays still for 0.3 s
-    assert reports == [((A,), pytest.approx(3.3))]
+    [(paths, at)] = reports
+    assert paths == (A,)
+    assert at == pytest.approx(3.3)
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,8 @@ print(json.dumps({"loaded": "mcp" in sys.modules, "importers": sorted(importers)
 
 def probe() -> dict[str, object]:
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True)
-    return json.loads(done.stdout)
+    found: dict[str, object] = json.loads(done.stdout)
+    return found
 
 
 def test_no_listener_module_imports_the_sdk() -> None:

@@ -28,7 +28,7 @@ TOOL = types.Tool(
     input_schema={"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]},
     output_schema={"type": "object"},
     annotations=types.ToolAnnotations(read_only_hint=True),
-    meta={"k": "v"},
+    _meta={"k": "v"},
 )
 
 RESULTS: list[tuple[str, BaseModel]] = [
@@ -43,7 +43,7 @@ RESULTS: list[tuple[str, BaseModel]] = [
             ],
             structured_content={"a": [1, 2.5, None, "x"]},
             is_error=True,
-            meta={"trace": "t-1"},
+            _meta={"trace": "t-1"},
         ),
     ),
     (

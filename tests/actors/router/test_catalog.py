@@ -16,6 +16,7 @@ def tool(name: str, description: str = "") -> types.Tool:
 
 
 def listing(server: str, *tools: str, **kw: object) -> BackendListing:
+    # `kw` holds the other fields a test sets, each of its own type.
     return BackendListing(server=server, tools=tuple(tool(t) for t in tools), **kw)  # type: ignore[arg-type]
 
 

@@ -6,6 +6,7 @@ import json
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import attrs
 import pytest
@@ -88,7 +89,7 @@ def test_server_table_keeps_only_what_is_set() -> None:
 
 
 def test_hide_literal_secrets_keeps_references() -> None:
-    document = {
+    document: dict[str, Any] = {
         "servers": {
             "a": {
                 "command": "a",

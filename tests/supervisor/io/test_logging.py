@@ -6,6 +6,7 @@ import json
 import logging
 from pathlib import Path
 
+import pytest
 import structlog
 
 from assern.supervisor.io.logs import LineFile, configure_logging, redact, redact_secrets
@@ -68,7 +69,9 @@ def test_line_file_rotates_by_size(tmp_path: Path) -> None:
     assert all(len(p.read_bytes()) <= 100 for p in tmp_path.glob("assern.log*"))
 
 
-def test_a_writer_follows_a_rotation_done_by_another_process(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_a_writer_follows_a_rotation_done_by_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "assern.log"
     ours = LineFile(path, max_bytes=10_000, backups=2)
     ours.write("before")
@@ -82,7 +85,7 @@ def test_a_writer_follows_a_rotation_done_by_another_process(tmp_path: Path, mon
     assert (tmp_path / "assern.log.1").read_text() == "before\n"
 
 
-def test_timestamps_are_iso_utc_with_microseconds(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_timestamps_are_iso_utc_with_microseconds(monkeypatch: pytest.MonkeyPatch) -> None:
     from assern.supervisor.io.logs import IsoTimestamp
 
     stamp = IsoTimestamp()
