@@ -28,8 +28,9 @@ import trio
 
 from assern.actors.config.resolve import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.actors.identity import __version__
 from assern.app.instance import InstanceError, sharing_enabled
-from assern.app.running import environ, list_rows, loader, run_dir, tool_rows, with_tree
+from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -197,24 +198,27 @@ def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[
     return 0
 
 
-def cmd_list(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
-    async def body(tree: Tree) -> list[dict[str, str]]:
-        return tool_rows(tree)
+def _list(args: argparse.Namespace) -> int:
+    """`assern list`: the tools of the running instance of this configuration, marked as
+    such, else (or with `--fresh`) of backends started for the listing; `assernctl list`."""
+    from assern.app.ctl.common import Usage
+    from assern.app.ctl.show import cmd_list as list_tools
 
-    rows, tree_problems = trio.run(list_rows, config, load, body)
-    if args.json:
-        print(json.dumps({"tools": rows, "problems": tree_problems}, indent=2))
-    else:
-        if not config.servers:
-            print("No servers are configured.", file=sys.stderr)
-        _print_table(rows, ("name", "server", "description"))
-        for problem in tree_problems:
-            print(f"! {problem}", file=sys.stderr)
-    return 0 if not tree_problems else 1
+    try:
+        return list_tools(args)
+    except (Usage, LookupError) as exc:
+        print(f"assern: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     if not sys.stdin.isatty():
+        print(
+            "assern demo: stdin is not a terminal, so this serves the demo's aggregate over MCP on "
+            "stdio; run `assern demo` in a terminal to see the demo instead",
+            file=sys.stderr,
+            flush=True,
+        )
         return cmd_serve(args, config, load)
     from assern.actors.listener.inproc import inproc_client
 
@@ -244,11 +248,12 @@ def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[]
 
 def assern_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="assern", description="One MCP server in front of many.")
+    parser.add_argument("--version", action="version", version=f"assern {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("serve", "serve the aggregate over MCP on stdio (shares one instance per configuration)"),
         ("daemon", "run the shared instance with no stdio client, until `assernctl shutdown` or SIGTERM"),
-        ("list", "start the backends, print the aggregated tools, and exit"),
+        ("list", "the aggregated tools: of the running instance if any, else of a fresh start"),
         ("demo", "run on the bundled example backends (serves stdio when stdin is not a terminal)"),
     ):
         cmd = sub.add_parser(name, help=help_text)
@@ -257,9 +262,12 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
             cmd.add_argument("--project", help="project to use (default: detected from the directory)")
         if name == "list":
             cmd.add_argument("--json", action="store_true", help="machine-readable output")
+            cmd.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
         cmd.add_argument("--log-level", default="info", help="debug, info, warning or error")
     args = parser.parse_args(argv)
 
+    if args.command == "list":  # as `assernctl list`: the running instance first
+        return _list(args)
     env = environ()
     if args.command == "demo":
         args.config, args.project = demo_config_path(), None
@@ -273,5 +281,5 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         print(f"assern: warning: {warning}", file=sys.stderr)
     log_dir = default_assern_home(env) / "logs"
     with configure_logging(log_dir, level=args.log_level):
-        commands = {"serve": cmd_serve, "daemon": cmd_daemon, "list": cmd_list, "demo": cmd_demo}
+        commands = {"serve": cmd_serve, "daemon": cmd_daemon, "demo": cmd_demo}
         return commands[args.command](args, config, load)

@@ -58,16 +58,6 @@ class InstanceError(Exception):
     """Instance sharing cannot work here; the text says why and what to do."""
 
 
-def assern_version() -> str:
-    """The installed distribution's version ("unknown" when running from a source tree)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("assern")
-    except PackageNotFoundError:
-        return "unknown"
-
-
 def sharing_enabled(environ: Mapping[str, str]) -> bool:
     """Whether `ASSERN_NO_INSTANCE_SHARING` leaves sharing on."""
     return environ.get(NO_SHARING_VAR, "").strip() in ("", "0")

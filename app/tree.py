@@ -22,6 +22,7 @@ import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
+from assern.actors.identity import __version__
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
 from assern.actors.listener.control import ControlPlane
 from assern.actors.listener.report import InstanceInfo
@@ -33,7 +34,7 @@ from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
-from assern.app.instance import InstanceLock, assern_version, fingerprint
+from assern.app.instance import InstanceLock, fingerprint
 from assern.supervisor.cell import Cell
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
 from assern.supervisor.mailbox import open_mailbox
@@ -168,7 +169,7 @@ class Tree:
             control_socket=str(primary.slot.control),
             started_at=self.started_at,
             daemon=hosting.daemon,
-            version=assern_version(),
+            version=__version__,
         )
         plane = ControlPlane(
             info=info,

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import mcp_types as types
 
 from assern.actors.backend.client import open_client
+from assern.actors.identity import NAME, __version__
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from assern.actors.config.spec import ServerSpec
 
 #: How assern introduces itself to its backends.
-CLIENT_INFO = types.Implementation(name="assern", version="0.1.0")
+CLIENT_INFO = types.Implementation(name=NAME, version=__version__)
 
 
 class BackendSession(Protocol):

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import attrs
 import trio
 
+from assern.actors.identity import NAME, __version__
 from assern.actors.jsonrpc import framing
 
 #: The protocol revisions reachable with the `initialize` handshake, oldest first: the
@@ -29,8 +30,8 @@ HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18",
 LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
 
 #: What assern calls itself in `serverInfo` (the session answers `initialize` with these).
-SERVER_NAME = "assern"
-SERVER_VERSION = "0.1.0"
+SERVER_NAME = NAME
+SERVER_VERSION = __version__
 
 RequestId = int | str
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from assern.actors.identity import __version__
 from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
 from assern.app.ctl.common import Usage
@@ -31,7 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect and steer assern. Commands act on the instance that serves the current "
         "directory's configuration (see --config and --project).",
     )
+    parser.add_argument("--version", action="version", version=f"assernctl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    # Listed for --help; `assernctl config ...` is dispatched before this parser (ctl/__init__.py).
+    sub.add_parser(
+        "config",
+        help="inspect the configuration without starting anything: show, explain, validate, init, import",
+    )
 
     status = sub.add_parser("status", help="the running instance and each backend")
     status.add_argument("--all", action="store_true", help="every running instance")

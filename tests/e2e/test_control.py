@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,9 +12,10 @@ from typing import Any
 
 import pytest
 import trio
-from harness import TESTING_SERVER, AssernEnv, server_table
+from harness import TESTING_SERVER, AssernEnv, assern_command, server_table
 from instances import (
     Session,
+    backend_pids,
     ctl,
     ctl_json,
     daemon,
@@ -350,3 +352,42 @@ async def test_direct_mode_finds_a_cllm_mcp_config_in_the_working_directory(asse
         called = await ctl(assern_env, "call", "cl_echo", '{"text": "discovered"}')
     assert called.returncode == 0, err(called)
     assert json.loads(out(called))["content"][0]["text"] == "discovered"
+
+
+async def test_assern_list_asks_the_running_instance_and_fresh_starts_anew(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha", "--tools", "echo,get_pid"))
+    at = ("--config", str(config))
+
+    async def assern_list(*extra: str) -> Any:
+        with trio.fail_after(60):
+            done = await trio.run_process(
+                [assern_command(), "list", *at, *extra],
+                env=assern_env.env,
+                cwd=str(assern_env.work),
+                check=False,
+                capture_stdout=True,
+                capture_stderr=True,
+                stdin=subprocess.DEVNULL,
+            )
+        assert done.returncode == 0, done.stderr.decode()
+        return done.stdout.decode()
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            session = Session(assern_env.serve(config))
+            await nursery.start(session.run)
+            table = await assern_list()
+            assert table.startswith("(from running instance) pid ")
+            backends = backend_pids(assern_env)
+            assert len(backends) == 1
+            assert any(line.startswith("alpha_echo ") for line in table.splitlines())
+            as_json = json.loads(await assern_list("--json"))
+            assert as_json["source"] == "running-instance"
+            assert {t["name"] for t in as_json["tools"]} == {"alpha_echo", "alpha_get_pid"}
+            assert backend_pids(assern_env) == backends  # nothing was started for it
+            fresh = json.loads(await assern_list("--fresh", "--json"))
+            assert fresh["source"] == "fresh"
+            assert {t["name"] for t in fresh["tools"]} == {"alpha_echo", "alpha_get_pid"}
+            session.leave()

@@ -90,11 +90,14 @@ def test_assern_list_prints_the_catalog(assern_env: AssernEnv, write_config: Cal
     table = run_cli(assern_env, "list", "--config", str(config))
     assert table.returncode == 0, table.stderr
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "SERVER", "DESCRIPTION"]
+    assert lines[0] == "(fresh start: the backends were started for this listing)"  # none runs
+    assert lines[1].split() == ["NAME", "SERVER", "DESCRIPTION"]
     assert any(line.startswith("alpha_echo") and " alpha " in line for line in lines)
 
     as_json = run_cli(assern_env, "list", "--config", str(config), "--json")
-    tools = {t["name"]: t for t in json.loads(as_json.stdout)["tools"]}
+    listed = json.loads(as_json.stdout)
+    assert listed["source"] == "fresh"
+    tools = {t["name"]: t for t in listed["tools"]}
     assert set(tools) == {"alpha_echo", "alpha_add"}
     assert tools["alpha_add"]["server"] == "alpha"
 
