@@ -85,6 +85,8 @@ class BackendActor:
         self._ended = trio.Event()
         self._end: Exception | None = None
         self._refresh_requested = trio.Event()
+        #: optional listings the backend refused, already logged once
+        self._refused_listings: set[str] = set()
         #: the request half: mailbox requests, spliced calls and their books
         self.calls = CallDesk(
             spec,
@@ -357,15 +359,19 @@ class BackendActor:
         resources: list[types.Resource] = []
         templates: list[types.ResourceTemplate] = []
         prompts: list[types.Prompt] = []
+        # tools/list is what a backend is for: when it advertises tools and cannot list them,
+        # it cannot start. The other listings are optional: a backend that advertises them
+        # loosely (the SDK's low-level Server answers resources/templates/list with -32601
+        # when no handler is registered) has an empty one.
         if caps.tools is not None or unknown:
-            tools = await _all_pages(session.list_tools, "tools", optional=unknown)
+            tools = await _all_pages(session.list_tools, "tools", refused=self._refused if unknown else None)
         if caps.resources is not None or unknown:
-            resources = await _all_pages(session.list_resources, "resources", optional=unknown)
+            resources = await _all_pages(session.list_resources, "resources", refused=self._refused)
             templates = await _all_pages(
-                session.list_resource_templates, "resource_templates", optional=unknown
+                session.list_resource_templates, "resource_templates", refused=self._refused
             )
         if caps.prompts is not None or unknown:
-            prompts = await _all_pages(session.list_prompts, "prompts", optional=unknown)
+            prompts = await _all_pages(session.list_prompts, "prompts", refused=self._refused)
         self.listing = BackendListing(
             server=self.spec.name,
             tools=tuple(tools),
@@ -376,6 +382,15 @@ class BackendActor:
             capabilities=caps,
         )
         self._set(tools=len(tools), resources=len(resources), prompts=len(prompts))
+
+    def _refused(self, listing: str, error: RpcError) -> None:
+        """An optional listing the backend refused: it has none; say so once per listing."""
+        if listing in self._refused_listings:
+            return
+        self._refused_listings.add(listing)
+        unsupported = error.code == types.METHOD_NOT_FOUND or "not supported" in error.message.lower()
+        report = log.debug if unsupported else log.warning
+        report("backend_listing_empty", listing=listing, code=error.code, error=error.message)
 
     async def _refresher(self, session: BackendSession) -> None:
         while True:
@@ -391,16 +406,24 @@ class BackendActor:
 
 
 async def _all_pages(
-    fetch: Callable[[str | None], Awaitable[Any]], field: str, *, optional: bool = False
+    fetch: Callable[[str | None], Awaitable[Any]],
+    field: str,
+    *,
+    refused: Callable[[str, RpcError], None] | None = None,
 ) -> list[Any]:
-    """Every page of one list; with `optional`, a backend that does not serve it has none."""
+    """Every page of one list.
+
+    With `refused`, the list is optional: a backend that answers it with an error has
+    none (`refused` hears why); without it, the error is raised.
+    """
     items: list[Any] = []
     cursor: str | None = None
     for _ in range(1000):
         try:
             page = await fetch(cursor)
         except RpcError as exc:
-            if optional and exc.code == types.METHOD_NOT_FOUND:
+            if refused is not None:
+                refused(field, exc)
                 return items
             raise
         items.extend(getattr(page, field))

@@ -334,7 +334,13 @@ class CallDesk:
             case GetPrompt():
                 return await session.get_prompt(msg.name, msg.arguments)
             case Complete():
-                return await session.complete(msg.ref, msg.argument, msg.context_arguments)
+                try:
+                    return await session.complete(msg.ref, msg.argument, msg.context_arguments)
+                except RpcError as exc:
+                    if exc.code != types.METHOD_NOT_FOUND:
+                        raise
+                    # Completions advertised loosely: nothing to suggest, not an error.
+                    return types.CompleteResult(completion=types.Completion(values=[]))
             case Subscribe():
                 if msg.subscribe:
                     await session.subscribe_resource(msg.uri)
