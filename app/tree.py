@@ -281,6 +281,8 @@ class Tree:
                 swept = sweep_orphans(self.pids.path.parent)
                 if swept:
                     log.warning("orphans_swept", pids=swept)
+                # Whatever kills this process, its backends' groups die with it.
+                log.info("watchdog_started", pid=self.pids.guard())
             clean = False
             try:
                 with self._cancel:

@@ -32,6 +32,24 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
+# Re-exported: what a supervisor's shell needs of the reaper, beside the registry.
+from assern.supervisor.io.reaper import group_members, process_alive, process_start_time, sweep_orphans
+
+__all__ = [
+    "ChildProcess",
+    "PidRegistry",
+    "group_members",
+    "process_alive",
+    "process_start_time",
+    "spawn",
+    "stop_process",
+    "sweep_orphans",
+]
+
+#: The watchdog's command: the reaper as a script, isolated and without site-packages
+#: (it needs only the standard library, and starts in a few milliseconds).
+_WATCHDOG = (sys.executable, "-I", "-S", str(Path(__file__).with_name("reaper.py")))
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
@@ -215,62 +233,41 @@ async def stop_process(child: ChildProcess, *, grace: float = 2.0, term_timeout:
 
 # ----------------------------------------------------------------- pid registry
 #
-# A record of the process groups this assern started, so that the next assern can
-# remove what a killed one (kill -9 gives no chance to clean up) left behind: the
-# parent-death signal reaches a backend, not the grandchildren it started.
-
-
-def process_start_time(pid: int) -> int | None:
-    """The kernel's start time of `pid` (clock ticks since boot), or None if unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
-
-
-def _stat_fields(pid: int) -> list[str] | None:
-    """/proc/PID/stat after the command name (field 3 on), or None if gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else fields
-
-
-def _process_group(pid: int) -> int | None:
-    fields = _stat_fields(pid)
-    return int(fields[2]) if fields is not None else None
-
-
-def group_members(pgid: int, *, started_after: int | None = None) -> list[int]:
-    """Pids in process group `pgid` (Linux /proc), optionally only those started later."""
-    members: list[int] = []
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return members
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        pid = int(entry.name)
-        if _process_group(pid) != pgid:
-            continue
-        start = process_start_time(pid)
-        if started_after is not None and start is not None and start < started_after:
-            continue
-        members.append(pid)
-    return members
+# A record of the process groups this supervisor started, so that its watchdog (or the
+# next start's sweep) removes what it left behind when it was killed: the parent-death
+# signal reaches a child, not the grandchildren it started (reaper.py).
 
 
 class PidRegistry:
-    """The process groups of one running assern, in `DIR/<assern-pid>.json`."""
+    """The process groups of one running supervisor, in `DIR/<pid>.json`.
+
+    `guard()` starts the watchdog (reaper.py) that kills the recorded groups when this
+    process dies, by any signal; `close()` tells it nothing is left to do.
+    """
 
     def __init__(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = directory / f"{os.getpid()}.json"
         self._owner = {"pid": os.getpid(), "start": process_start_time(os.getpid())}
         self._groups: dict[str, dict[str, int | None]] = {}
+        self._watchdog: subprocess.Popen[bytes] | None = None
+
+    def guard(self) -> int:
+        """Start the watchdog of this registry; returns its pid.
+
+        It runs in a session of its own, reads a pipe only this process writes to, and
+        sweeps the registry once that pipe ends without a `done` (reaper.py).
+        """
+        if self._watchdog is None:
+            self._watchdog = subprocess.Popen(
+                [*_WATCHDOG, str(self.path), str(os.getpid())],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                start_new_session=True,
+            )
+        return self._watchdog.pid
 
     def record(self, key: str, pid: int | None) -> None:
         """Remember (pid) or forget (None) the process group started for `key`."""
@@ -284,57 +281,12 @@ class PidRegistry:
         tmp.replace(self.path)
 
     def close(self) -> None:
+        """Every recorded group was stopped: forget them, and let the watchdog go."""
         self.path.unlink(missing_ok=True)
-
-
-def process_alive(pid: int) -> bool:
-    """Whether `pid` runs; a zombie (dead, waiting for a parent that does not reap) does not."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return not (Path("/proc").is_dir() and _stat_fields(pid) is None)
-
-
-def _owner_alive(owner: dict[str, int | None]) -> bool:
-    pid = owner.get("pid")
-    if not isinstance(pid, int):
-        return False
-    if pid == os.getpid():
-        return True
-    if not process_alive(pid):
-        return False
-    start = owner.get("start")
-    return start is None or process_start_time(pid) == start
-
-
-def sweep_orphans(directory: Path) -> list[int]:
-    """Kill what dead assern instances left in `directory`'s registry; returns the pids.
-
-    Only registries whose owner is gone are swept, and only processes of a recorded
-    group that started no earlier than that group's leader (so a recycled group id of
-    an unrelated program is left alone).
-    """
-    killed: list[int] = []
-    if not directory.is_dir():
-        return killed
-    for path in directory.glob("*.json"):
-        try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)
-            continue
-        if _owner_alive(data.get("owner", {})):
-            continue
-        for group in data.get("groups", {}).values():
-            pgid, start = group.get("pgid"), group.get("start")
-            if not isinstance(pgid, int):
-                continue
-            for pid in group_members(pgid, started_after=start):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-        path.unlink(missing_ok=True)
-    return killed
+        watchdog, self._watchdog = self._watchdog, None
+        if watchdog is not None and watchdog.stdin is not None:
+            with contextlib.suppress(OSError):
+                watchdog.stdin.write(b"done\n")
+                watchdog.stdin.close()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                watchdog.wait(timeout=2.0)  # it exits at once: reap it, no zombie is left

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -12,7 +13,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
-from harness import AssernEnv, Wire, assern_command, process_alive, server_table
+from harness import TESTING_SERVER, AssernEnv, Wire, assern_command, find_pids, process_alive, server_table
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -132,22 +133,24 @@ async def test_grandchildren_die_with_their_backend(
         await wait_gone(grandchild)
 
 
-async def spawn_assern(env: AssernEnv, config: Path) -> trio.Process:
+async def spawn_assern(env: AssernEnv, config: Path, *, isolated: bool = False) -> trio.Process:
+    """`assern serve`; `isolated`: without instance sharing, so the process runs the tree
+    itself (a shared primary runs in a process of its own, detached from this one)."""
     return await trio.lowlevel.open_process(
         [assern_command(), "serve", "--config", str(config)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=env.env,
+        env={**env.env, "ASSERN_NO_INSTANCE_SHARING": "1"} if isolated else env.env,
         cwd=str(env.work),
     )
 
 
 async def start_with_grandchild(
-    env: AssernEnv, write_config: Callable[[str], Path], pidfile: Path
+    env: AssernEnv, write_config: Callable[[str], Path], pidfile: Path, *, isolated: bool = False
 ) -> tuple[trio.Process, int, int]:
     """assern with one backend that starts a grandchild: (assern, backend pid, grandchild pid)."""
     config = write_config(server_table("alpha", "--spawn-grandchild", str(pidfile)))
-    process = await spawn_assern(env, config)
+    process = await spawn_assern(env, config, isolated=isolated)
     while not pidfile.exists():  # noqa: ASYNC110, ASYNC240 - the backend writes it at start
         await trio.sleep(0.05)
     grandchild = int(pidfile.read_text())  # noqa: ASYNC240 - a few bytes
@@ -167,22 +170,69 @@ async def test_sigterm_stops_assern_cleanly_with_no_process_left(
         await wait_gone(grandchild)
 
 
-async def test_kill_9_of_assern_leaves_no_backend_and_the_next_start_sweeps(
+def watchdogs(env: AssernEnv) -> list[int]:
+    """The watchdog processes of this test's instances (they watch its pid registry)."""
+    return find_pids(str(env.assern_home / "run" / "pids"))
+
+
+async def test_kill_9_of_assern_leaves_no_process_of_its_tree_within_2_s(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     pidfile = tmp_path / "grandchild.pid"
     with trio.fail_after(60):
-        process, backend, grandchild = await start_with_grandchild(assern_env, write_config, pidfile)
+        process, backend, grandchild = await start_with_grandchild(
+            assern_env, write_config, pidfile, isolated=True
+        )
+        [watchdog] = watchdogs(assern_env)
         process.kill()
         await process.wait()
-        # The backend notices: parent-death signal and stdin EOF.
+        # The backend notices (parent-death signal, stdin EOF); its own child is killed
+        # with its process group by the watchdog, which then exits too.
+        for pid in (backend, grandchild, watchdog):
+            await wait_gone(pid, limit=2)
+
+
+async def test_a_shell_wrapper_that_starts_a_daemon_leaves_nothing_after_kill_9(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """`sh -c 'daemon & exec server'`, as npx, uvx and shell wrappers do."""
+    pidfile = tmp_path / "daemon.pid"
+    script = f'sleep 1000 & echo $! > {pidfile}; exec "$ASSERN_PYTHON" {TESTING_SERVER} --name alpha'
+    config = write_config(f'[servers.alpha]\ncommand = "sh"\nargs = ["-c", {json.dumps(script)}]\n')
+    with trio.fail_after(60):
+        process = await spawn_assern(assern_env, config, isolated=True)
+        wire = Wire.of(process)
+        await wire.handshake("client")
+        while not pidfile.exists():  # noqa: ASYNC110 - the wrapper writes it at start
+            await trio.sleep(0.05)
+        daemon = int(pidfile.read_text())
+        [server] = [pid for pid in find_pids(str(TESTING_SERVER)) if pid != daemon]
+        assert process_alive(daemon)
+        process.kill()
+        await process.wait()
+        for pid in (server, daemon, *watchdogs(assern_env)):
+            await wait_gone(pid, limit=2)
+
+
+async def test_when_the_watchdog_died_too_the_next_start_sweeps(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    with trio.fail_after(60):
+        process, backend, grandchild = await start_with_grandchild(
+            assern_env, write_config, pidfile, isolated=True
+        )
+        [watchdog] = watchdogs(assern_env)
+        os.kill(watchdog, signal.SIGKILL)
+        process.kill()
+        await process.wait()
         await wait_gone(backend, limit=5)
-        # Its own child outlived it; the next assern sweeps what the registry recorded.
+        assert process_alive(grandchild)  # nobody was left to kill it ...
         pidfile.unlink()
         async with Client(
             assern_env.serve(write_config(server_table("beta", "--tools", "echo"))), mode="legacy"
         ):
-            await wait_gone(grandchild, limit=5)
+            await wait_gone(grandchild, limit=5)  # ... until the next start's sweep
 
 
 async def test_lazy_backends_start_on_first_use_and_sleep_when_idle(
@@ -237,7 +287,7 @@ async def test_a_client_that_closes_stdin_mid_call_is_told_and_assern_exits(
     config = write_config(server_table("alpha"))
     marker = tmp_path / "marker"
     with trio.fail_after(60):
-        process = await spawn_assern(assern_env, config)
+        process = await spawn_assern(assern_env, config, isolated=True)
         wire = Wire.of(process)
         try:
             await wire.handshake("leaver")

@@ -18,6 +18,7 @@ from assern.supervisor.io.process import (
     PidRegistry,
     group_members,
     pdeathsig_launcher,
+    process_alive,
     process_start_time,
     spawn,
     stop_process,
@@ -186,3 +187,70 @@ def test_the_sweep_kills_groups_of_a_dead_owner_only(tmp_path: Path) -> None:
         for proc in (leftover, ours):
             proc.kill()
             proc.wait()
+
+
+REAPER = Path(__file__).resolve().parents[3] / "supervisor" / "io" / "reaper.py"
+
+
+def _owner_and_group(tmp_path: Path) -> tuple[subprocess.Popen[bytes], subprocess.Popen[bytes], Path]:
+    """An owner process, a group it "started", and its registry."""
+    owner = subprocess.Popen(["sleep", "60"])
+    group = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    registry = tmp_path / f"{owner.pid}.json"
+    document = {
+        "owner": {"pid": owner.pid, "start": process_start_time(owner.pid)},
+        "groups": {"x": {"pgid": group.pid, "start": process_start_time(group.pid)}},
+    }
+    registry.write_text(json.dumps(document))
+    return owner, group, registry
+
+
+def _watchdog(registry: Path, owner: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-I", "-S", str(REAPER), str(registry), str(owner)], stdin=subprocess.PIPE
+    )
+
+
+def test_the_watchdog_kills_the_groups_once_its_owner_is_gone(tmp_path: Path) -> None:
+    owner, group, registry = _owner_and_group(tmp_path)
+    try:
+        watchdog = _watchdog(registry, owner.pid)
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()  # the pipe ends as it does when the owner dies ...
+        time.sleep(0.2)
+        assert group.poll() is None  # ... but the owner still runs: nothing yet
+        owner.kill()
+        owner.wait()
+        assert watchdog.wait(timeout=5) == 0
+        assert group.wait(timeout=5) == -signal.SIGKILL
+        assert not registry.exists()
+    finally:
+        for proc in (owner, group):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_watchdog_told_done_leaves_everything_alone(tmp_path: Path) -> None:
+    owner, group, registry = _owner_and_group(tmp_path)
+    try:
+        watchdog = _watchdog(registry, owner.pid)
+        assert watchdog.stdin is not None
+        watchdog.stdin.write(b"done\n")
+        watchdog.stdin.close()
+        owner.kill()
+        owner.wait()
+        assert watchdog.wait(timeout=5) == 0
+        assert group.poll() is None
+        assert registry.exists()
+    finally:
+        for proc in (owner, group):
+            proc.kill()
+            proc.wait()
+
+
+def test_a_registry_guarded_and_closed_leaves_no_watchdog(tmp_path: Path) -> None:
+    registry = PidRegistry(tmp_path)
+    pid = registry.guard()
+    assert process_alive(pid)
+    registry.close()
+    assert not process_alive(pid)
