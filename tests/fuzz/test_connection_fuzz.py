@@ -1,0 +1,62 @@
+"""Hostile lines at a client connection in-process: each is answered as it is owed, and the
+connection goes on serving."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import trio
+from fake_backend import Wire, setup
+from hostile import LINES, check_answers, owed_count
+from hypothesis import given
+from hypothesis import strategies as st
+
+from assern.actors.listener.session import ClientConnection
+
+PROBE = "__fuzz_probe_0001__"
+
+
+async def _exchange(lines: list[bytes]) -> list[dict[str, Any]]:
+    parts = setup("echo", "gate")
+    ours, theirs = trio.socket.socketpair()
+    client = trio.SocketStream(ours)
+    wire = Wire(client, client)
+    connection = ClientConnection("fuzz-1", parts.shared)
+    answers: list[dict[str, Any]] = []
+
+    async def serve(stream: trio.SocketStream) -> None:
+        async with stream:
+            await connection.serve(stream, stream)
+
+    with trio.fail_after(30):
+        async with client, trio.open_nursery() as nursery:
+            nursery.start_soon(parts.backend.run)
+            nursery.start_soon(serve, trio.SocketStream(theirs))
+            await wire.handshake()
+            for line in lines:
+                await wire.send_line(line)
+            await wire.request(PROBE, "ping")
+            owed = owed_count(lines) + 1
+            while len(answers) < owed:
+                message = await wire.next()
+                if "id" in message:
+                    answers.append(message)
+            nursery.cancel_scope.cancel()
+    return answers
+
+
+@given(lines=st.lists(LINES, min_size=1, max_size=8))
+def test_every_hostile_line_is_answered_as_owed_and_the_connection_goes_on(lines: list[bytes]) -> None:
+    answers = trio.run(_exchange, lines)
+    probe = [answer for answer in answers if answer.get("id") == PROBE]
+    assert probe == [{"jsonrpc": "2.0", "id": PROBE, "result": {}}]
+    check_answers(lines, [answer for answer in answers if answer.get("id") != PROBE])
+
+
+def test_a_ten_megabyte_line_is_answered_and_the_connection_goes_on() -> None:
+    big = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping", "params": {"x": "y" * 10_000_000}})
+    answers = trio.run(_exchange, [big.encode(), b'{"jsonrpc":"2.0","id":8,"method":"nope"}'])
+    by_id = {answer["id"]: answer for answer in answers}
+    assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    assert by_id[8]["error"]["code"] == -32601
