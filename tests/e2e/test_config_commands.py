@@ -384,3 +384,14 @@ def test_cllm_mcp_discovery_when_there_is_no_assern_config(assern_env: AssernEnv
     # an assern config of the user's own wins over every discovered file
     (assern_env.assern_home / "config.toml").write_text('[servers.mine]\ncommand = "m"\n')
     assert list(json.loads(ctl(assern_env, "show", "--json").stdout)["servers"]) == ["mine"]
+
+
+def test_validate_lists_undefined_variables_and_type_errors_in_one_run(assern_env: AssernEnv) -> None:
+    both = assern_env.work / "both.toml"
+    both.write_text('[servers.a]\ncommand = "${NOT_DEFINED_ANYWHERE}"\nmax_restarts = "five"\n')
+    result = ctl(assern_env, "validate", "both.toml")
+    assert result.returncode == 1
+    assert "expected an integer, got 'five' @ servers.a.max_restarts" in result.stdout
+    assert "undefined variable 'NOT_DEFINED_ANYWHERE'" in result.stdout
+    assert "@ servers.a.command" in result.stdout
+    assert "2 problem(s) in 1 file(s)" in result.stderr

@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+from collections import ChainMap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ from assern.actors.config.layers import read_dotenv, read_global, read_local
 from assern.actors.config.project import LOCAL_DIR, find_local_root, user_home
 from assern.actors.config.resolve import GLOBAL_CONFIG, default_assern_home, resolve_config
 from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.actors.config.structure import parse_toml
+from assern.actors.config.variables import undefined_references
 from assern.app.ctl.config.convert import hide_literal_secrets, import_file, to_toml
 from assern.app.ctl.config.report import explain_document, render_explain, render_show, show_document
 from assern.app.ctl.config.starter import STARTER_CONFIG
@@ -242,12 +245,34 @@ def check_path(path: Path, ctx: Context) -> list[Finding]:
         root = path.parent.parent
         found = _attempt(path, lambda: read_local(root, home=home))
         if any(finding.problems for finding in found):
-            return found
+            return found + _references(path, ctx, root)
         return found + _attempt(path, lambda: _resolve_at(ctx, config=None, cwd=root))
     found = _attempt(path, lambda: read_global(path, required=True, home=home))
     if any(finding.problems for finding in found):
-        return found
+        return found + _references(path, ctx)
     return found + _attempt(path, lambda: _resolve_at(ctx, config=path, cwd=ctx.cwd))
+
+
+def _references(path: Path, ctx: Context, root: Path | None = None) -> list[Finding]:
+    """Undefined `${VAR}` references of a TOML file that does not structure.
+
+    Resolution finds them once a file reads; when it does not (a type error), they are
+    looked for in the raw document, so that one run lists every kind of problem.
+    """
+    if path.suffix.lower() in (".json", ".yaml", ".yml"):
+        return []
+    try:
+        document = parse_toml(path.read_text(encoding="utf-8"), file=str(path))
+    except (OSError, UnicodeDecodeError, ConfigError):
+        return []
+    layers: list[dict[str, str]] = []
+    for dotenv in ([root / LOCAL_DIR / ".env"] if root is not None else []) + [ctx.assern_home / ".env"]:
+        try:
+            layers.append(read_dotenv(dotenv) or {})
+        except ConfigError:
+            continue  # reported on its own
+    problems = undefined_references(document, ChainMap(*layers, dict(ctx.environ)))
+    return [Finding(file=str(path), problems=tuple(problems))] if problems else []
 
 
 def _resolve_at(ctx: Context, *, config: Path | None, cwd: Path) -> ResolvedConfig:
@@ -276,6 +301,8 @@ def check_current(
     global_config = ctx.cwd / config_path if config_path is not None else ctx.assern_home / GLOBAL_CONFIG
     if config_path is not None or global_config.is_file():
         findings += _attempt(global_config, lambda: read_global(global_config, required=True, home=home))
+        if findings and findings[-1].problems:
+            findings += _references(global_config, ctx)
     root = find_local_root(ctx.cwd)
     if root is not None:
         local_env = root / LOCAL_DIR / ".env"
@@ -284,6 +311,8 @@ def check_current(
         local_config = root / LOCAL_DIR / "config.toml"
         if local_config.is_file():
             findings += _attempt(local_config, lambda: read_local(root, home=home))
+            if findings[-1].problems:
+                findings += _references(local_config, ctx, root)
     if any(finding.problems for finding in findings):
         return findings, ()
     try:
