@@ -60,3 +60,27 @@ def test_a_ten_megabyte_line_is_answered_and_the_connection_goes_on() -> None:
     by_id = {answer["id"]: answer for answer in answers}
     assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": {}}
     assert by_id[8]["error"]["code"] == -32601
+
+
+async def test_a_last_line_without_newline_before_a_half_close_is_answered() -> None:
+    parts = setup("echo")
+    ours, theirs = trio.socket.socketpair()
+    client = trio.SocketStream(ours)
+    wire = Wire(client, client)
+    connection = ClientConnection("fuzz-2", parts.shared)
+
+    async def serve(stream: trio.SocketStream) -> None:
+        async with stream:
+            await connection.serve(stream, stream)
+
+    with trio.fail_after(30):
+        async with client, trio.open_nursery() as nursery:
+            nursery.start_soon(parts.backend.run)
+            nursery.start_soon(serve, trio.SocketStream(theirs))
+            await wire.handshake()
+            await client.send_all(b'{"jsonrpc":"2.0","id":5,"method":"ping"}')  # no newline ...
+            await client.send_eof()  # ... and the client closes its side
+            answer = await wire.next()
+            assert answer == {"jsonrpc": "2.0", "id": 5, "result": {}}
+            assert await client.receive_some(65536) == b""  # then the connection ends
+            nursery.cancel_scope.cancel()
