@@ -185,3 +185,23 @@ def test_the_crash_trials_run_works(tmp_path: Path) -> None:
     assert trial["failed_calls"] == 1
     assert 0 < trial["recovered_s"] < 5
     assert "assern   answers again after median" in result.stdout
+
+
+def test_a_short_soak_loses_and_hangs_no_call(tmp_path: Path) -> None:
+    out = tmp_path / "soak.json"
+    short = ["--duration", "4", "--warmup", "1", "--kill-every", "1", "--reload-every", "2"]
+    short += ["--concurrency", "8"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "ops" / "soak" / "run.py"), *short, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    figures = json.loads(out.read_text())
+    assert figures["calls"] > 0
+    assert figures["hung"] == 0
+    assert figures["lost"] == 0
+    assert figures["kills"] >= 3
+    assert figures["restarts"] >= 1
+    assert "hung" in result.stdout

@@ -1,0 +1,268 @@
+"""Soak: many calls at once through one client while backends are killed and the config reloads.
+
+    .venv/bin/python ops/soak/run.py                  # 120 s, 32 calls in flight, 3 backends
+    .venv/bin/python ops/soak/run.py --duration 600 --json soak.json
+
+One official `mcp` client keeps `--concurrency` tool calls in flight through `assern
+serve` (isolated, private ASSERN_HOME) across three backends (ops/bench/bench_server.py).
+After a quiet warm-up, one backend is killed with SIGKILL every `--kill-every` seconds
+(in turn) and assern is sent SIGHUP (a config reload) every `--reload-every` seconds.
+Each call has the backends' timeout (`--timeout`); a call with no answer within that
+plus 5 s is *hung*; one still without an answer when the run ends is *lost*.
+
+It prints: calls answered OK and with an error, hung and lost calls, backend restarts,
+the latency of calls to backends that were not being killed (median, p99 and max, during
+the warm-up and during the kills), and assern's open file descriptors and RSS at the
+start and the end. Targets: 0 hung, 0 lost, the healthy backends' p99 during kills
+within noise of the warm-up's, no growth of fds or memory beyond noise. These are
+figures, never assertions: the test suite runs this only as a short smoke.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+
+HERE = Path(__file__).resolve().parent
+BENCH_SERVER = HERE.parent / "bench" / "bench_server.py"
+BACKENDS = ("s1", "s2", "s3")
+
+
+@attrs.define
+class Call:
+    backend: str
+    started: float
+    ended: float | None = None
+    ok: bool = False
+    hung: bool = False
+
+
+@attrs.define
+class Books:
+    calls: list[Call] = attrs.field(factory=list)
+    #: (trio time, backend) of each kill
+    kills: list[tuple[float, str]] = attrs.field(factory=list)
+    reloads: int = 0
+    kills_started: float | None = None
+
+
+def write_config(path: Path, timeout: float) -> None:
+    tables = [
+        f'[servers.{name}]\ncommand = "{sys.executable}"\n'
+        f'args = ["{BENCH_SERVER}", "--tools", "4", "--name", "{name}"]\n'
+        f"timeout = {timeout}\n"
+        for name in BACKENDS
+    ]
+    path.write_text("\n".join(tables))
+
+
+def pids_of(fragment: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                continue
+            if fragment in cmdline and state not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+def resources(pid: int) -> tuple[int, float]:
+    """(open file descriptors, RSS in MB) of `pid`."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return fds, int(line.split()[1]) / 1024
+    return fds, 0.0
+
+
+def assern_pid(home: Path) -> int:
+    [pid] = [
+        p
+        for p in pids_of("assern serve")
+        if (Path(f"/proc/{p}/environ").read_bytes().find(str(home).encode()) >= 0)
+    ]
+    return pid
+
+
+async def caller(client: Client, books: Books, index: int, stop: trio.Event, call_timeout: float) -> None:
+    turn = index
+    while not stop.is_set():
+        backend = BACKENDS[turn % len(BACKENDS)]
+        turn += 1
+        call = Call(backend=backend, started=trio.current_time())
+        books.calls.append(call)
+        tool, arguments = (
+            (f"{backend}_sleep", {"ms": 20}) if turn % 4 == 0 else (f"{backend}_echo", {"text": "x"})
+        )
+        with trio.move_on_after(call_timeout + 5) as waited:
+            try:
+                result = await client.call_tool(tool, arguments)
+                call.ok = not result.is_error
+            except MCPError:
+                call.ok = False
+        if waited.cancelled_caught:
+            call.hung = True
+            continue
+        call.ended = trio.current_time()
+
+
+async def killer(books: Books, every: float, stop: trio.Event) -> None:
+    books.kills_started = trio.current_time()
+    turn = 0
+    while not stop.is_set():
+        backend = BACKENDS[turn % len(BACKENDS)]
+        turn += 1
+        for pid in pids_of(f"--name {backend}"):
+            os.kill(pid, signal.SIGKILL)
+        books.kills.append((trio.current_time(), backend))
+        with trio.move_on_after(every):
+            await stop.wait()
+
+
+async def reloader(pid: int, books: Books, every: float, stop: trio.Event) -> None:
+    while not stop.is_set():
+        with trio.move_on_after(every):
+            await stop.wait()
+        if not stop.is_set():
+            os.kill(pid, signal.SIGHUP)
+            books.reloads += 1
+
+
+def _latencies(calls: list[Call]) -> dict[str, float | None]:
+    times = sorted((c.ended - c.started) * 1000 for c in calls if c.ended is not None and c.ok)
+    if not times:
+        return {"median_ms": None, "p99_ms": None, "max_ms": None, "calls": 0}
+    p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
+    return {"median_ms": statistics.median(times), "p99_ms": p99, "max_ms": times[-1], "calls": len(times)}
+
+
+def healthy(call: Call, kills: list[tuple[float, str]], settle: float) -> bool:
+    """A call to a backend that was not killed while it ran (nor within `settle` s before)."""
+    end = call.ended if call.ended is not None else call.started
+    return not any(b == call.backend and call.started - settle <= t <= end for t, b in kills)
+
+
+async def soak(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="assern-soak-"))
+    home = work / "assern-home"
+    config = work / "config.toml"
+    write_config(config, args.timeout)
+    assern = Path(sys.executable).with_name("assern")
+    env = {**os.environ, "ASSERN_HOME": str(home), "ASSERN_NO_INSTANCE_SHARING": "1"}
+    params = StdioServerParameters(
+        command=str(assern), args=["serve", "--config", str(config)], env=env, cwd=str(work)
+    )
+    books = Books()
+    async with Client(params, mode="legacy") as client:
+        await client.list_tools()
+        pid = assern_pid(home)
+        start_fds, start_rss = resources(pid)
+        stop, kills_on = trio.Event(), trio.Event()
+        async with trio.open_nursery() as nursery:
+            for index in range(args.concurrency):
+                nursery.start_soon(caller, client, books, index, stop, args.timeout)
+            await trio.sleep(args.warmup)
+            nursery.start_soon(killer, books, args.kill_every, stop)
+            nursery.start_soon(reloader, pid, books, args.reload_every, stop)
+            kills_on.set()
+            await trio.sleep(args.duration)
+            stop.set()
+            with trio.move_on_after(args.timeout + 10):  # the calls in flight finish
+                while any(c.ended is None and not c.hung for c in books.calls):  # noqa: ASYNC110
+                    await trio.sleep(0.1)  # polling the books: the calls end in their own tasks
+            lost = [c for c in books.calls if c.ended is None and not c.hung]
+            nursery.cancel_scope.cancel()
+        end_fds, end_rss = resources(pid)
+    status_restarts = _restarts(home)
+    began = books.kills_started or 0.0
+    warm = [c for c in books.calls if c.started < began]
+    during = [c for c in books.calls if c.started >= began and healthy(c, books.kills, 1.0)]
+    return {
+        "duration_s": args.duration,
+        "concurrency": args.concurrency,
+        "calls": len(books.calls),
+        "ok": sum(c.ok for c in books.calls),
+        "errors": sum(1 for c in books.calls if c.ended is not None and not c.ok),
+        "hung": sum(c.hung for c in books.calls),
+        "lost": len(lost),
+        "kills": len(books.kills),
+        "reloads": books.reloads,
+        "restarts": status_restarts,
+        "healthy_latency_warmup": _latencies(warm),
+        "healthy_latency_during_kills": _latencies(during),
+        "fds": {"start": start_fds, "end": end_fds},
+        "rss_mb": {"start": round(start_rss, 1), "end": round(end_rss, 1)},
+    }
+
+
+def _restarts(home: Path) -> int:
+    """Backend starts after the first three, from assern's own log."""
+    log = home / "logs" / "assern.log"
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return sum(1 for e in events if e.get("event") == "backend_ready") - len(BACKENDS)
+
+
+def render(figures: dict[str, Any]) -> str:
+    def lat(block: dict[str, Any]) -> str:
+        if block["median_ms"] is None:
+            return "no calls"
+        return (
+            f"median {block['median_ms']:.2f} ms, p99 {block['p99_ms']:.2f} ms, "
+            f"max {block['max_ms']:.1f} ms ({block['calls']} calls)"
+        )
+
+    lines = [
+        f"soak: {figures['duration_s']} s, {figures['concurrency']} calls in flight, "
+        f"{len(BACKENDS)} backends",
+        f"  calls           {figures['calls']}: {figures['ok']} ok, "
+        f"{figures['errors']} answered with an error",
+        f"  hung            {figures['hung']}",
+        f"  lost            {figures['lost']}",
+        f"  kills, reloads  {figures['kills']} SIGKILLs, {figures['reloads']} SIGHUP reloads",
+        f"  restarts        {figures['restarts']}",
+        f"  healthy, warm   {lat(figures['healthy_latency_warmup'])}",
+        f"  healthy, kills  {lat(figures['healthy_latency_during_kills'])}",
+        f"  open fds        {figures['fds']['start']} -> {figures['fds']['end']}",
+        f"  RSS             {figures['rss_mb']['start']} -> {figures['rss_mb']['end']} MB",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--duration", type=float, default=120.0, help="seconds of kills and reloads (120)")
+    parser.add_argument("--warmup", type=float, default=10.0, help="quiet seconds first (10)")
+    parser.add_argument("--concurrency", type=int, default=32, help="calls in flight (32)")
+    parser.add_argument("--kill-every", type=float, default=5.0, help="seconds between SIGKILLs (5)")
+    parser.add_argument("--reload-every", type=float, default=20.0, help="seconds between reloads (20)")
+    parser.add_argument("--timeout", type=float, default=10.0, help="the backends' call timeout (10)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    figures = trio.run(soak, args)
+    print(render(figures))
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
