@@ -57,6 +57,12 @@ class Books:
     kills: list[tuple[float, str]] = attrs.field(factory=list)
     reloads: int = 0
     kills_started: float | None = None
+    #: every backend process seen: one more than the first three for each restart
+    pids: set[int] = attrs.field(factory=set)
+
+    def look(self) -> None:
+        for name in BACKENDS:
+            self.pids.update(pids_of(f"--name {name}"))
 
 
 def write_config(path: Path, timeout: float) -> None:
@@ -129,6 +135,7 @@ async def killer(books: Books, every: float, stop: trio.Event) -> None:
     while not stop.is_set():
         backend = BACKENDS[turn % len(BACKENDS)]
         turn += 1
+        books.look()
         for pid in pids_of(f"--name {backend}"):
             os.kill(pid, signal.SIGKILL)
         books.kills.append((trio.current_time(), backend))
@@ -173,6 +180,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     async with Client(params, mode="legacy") as client:
         await client.list_tools()
         pid = assern_pid(home)
+        books.look()
         start_fds, start_rss = resources(pid)
         stop, kills_on = trio.Event(), trio.Event()
         async with trio.open_nursery() as nursery:
@@ -190,7 +198,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             lost = [c for c in books.calls if c.ended is None and not c.hung]
             nursery.cancel_scope.cancel()
         end_fds, end_rss = resources(pid)
-    status_restarts = _restarts(home)
+        books.look()
     began = books.kills_started or 0.0
     warm = [c for c in books.calls if c.started < began]
     during = [c for c in books.calls if c.started >= began and healthy(c, books.kills, 1.0)]
@@ -204,19 +212,12 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         "lost": len(lost),
         "kills": len(books.kills),
         "reloads": books.reloads,
-        "restarts": status_restarts,
+        "restarts": len(books.pids) - len(BACKENDS),
         "healthy_latency_warmup": _latencies(warm),
         "healthy_latency_during_kills": _latencies(during),
         "fds": {"start": start_fds, "end": end_fds},
         "rss_mb": {"start": round(start_rss, 1), "end": round(end_rss, 1)},
     }
-
-
-def _restarts(home: Path) -> int:
-    """Backend starts after the first three, from assern's own log."""
-    log = home / "logs" / "assern.log"
-    events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return sum(1 for e in events if e.get("event") == "backend_ready") - len(BACKENDS)
 
 
 def render(figures: dict[str, Any]) -> str:
