@@ -3,7 +3,7 @@
 Clients come over stdio and, on a primary, over its MCP Unix socket; `assernctl` comes
 over the control socket. Each MCP connection is a byte stream pair that its
 `ClientConnection` (session.py) reads and writes itself. The stdio client is usually
-met at the front door first (front_door.py: `assern serve` opens it before the tree is
+met at the front door first (app/front_door.py: `assern serve` opens it before the tree is
 even imported): the listener then takes the door over, with what the client sent
 meanwhile and the initialize the door already answered, instead of claiming stdio
 itself. The listener also fans backend

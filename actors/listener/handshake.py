@@ -24,8 +24,8 @@ from assern.actors.identity import NAME, __version__
 from assern.actors.jsonrpc import framing
 
 #: The protocol revisions reachable with the `initialize` handshake, oldest first: the
-#: SDK's `mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS` (tests/actors/listener/
-#: test_front_door.py checks that they are the same).
+#: SDK's `mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS` (tests/app/test_front_door.py
+#: checks that they are the same).
 HANDSHAKE_VERSIONS: tuple[str, ...] = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 LATEST_HANDSHAKE_VERSION = HANDSHAKE_VERSIONS[-1]
 

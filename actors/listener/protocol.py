@@ -6,7 +6,7 @@ protocol itself, with the wire behaviour of the SDK's server for that era (the o
 client and other clients rely on it):
 
 - `initialize` is answered inline: nothing else is read until it is answered. An
-  `initialize` the front door answered already (front_door.py) is only recorded.
+  `initialize` the front door answered already (app/front_door.py) is only recorded.
 - Every other request runs in a task of its own, so a slow one blocks nothing.
   `notifications/cancelled` cancels its task, and a cancelled request gets no answer.
 - A method this session does not serve gets METHOD_NOT_FOUND, whatever the state;

@@ -7,8 +7,9 @@ router is not on the call path. A connection owns two collaborators: its request
 handlers (handlers.py) and its raw tools/call lane (raw_lane.py), both handed the
 shared `Routing` (routing.py) and what they need of the connection.
 
-A connection reads newline-delimited JSON-RPC (jsonl.py) and writes through one line
-writer, so the raw lane's lines and the session's stay in order. Its first request
+A connection reads newline-delimited JSON-RPC (jsonl.py, over actors/jsonrpc/framing.py)
+and writes through one line writer, so the raw lane's lines and the session's stay in
+order. Its first request
 decides its protocol era, as the SDK's server decides it:
 
 - a 2026-07-28 request (one carrying the `_meta` envelope; never an `initialize`) opens
@@ -20,7 +21,7 @@ decides its protocol era, as the SDK's server decides it:
   and server-to-client requests of the backends (`_origin`).
 
 The stdio client of `assern serve` may have had its `initialize` answered already by
-the front door (front_door.py), from the same facts `capabilities()` uses while the
+the front door (app/front_door.py), from the same facts `capabilities()` uses while the
 catalog is empty: the session only records that request (the client's name and the
 negotiated version) and answers everything after it.
 """
