@@ -10,7 +10,7 @@ one message is ever answered here: the first line, when it is a handshake-era
 is 0 (otherwise the handshake may wait for backends, which only the session knows
 about). The answer is the one the listener's session (session.py, protocol.py) would
 give at that moment, byte for byte, which is also the one the `mcp` SDK's server gives
-(tests/actors/listener/test_front_door.py compares all three):
+(tests/app/test_front_door.py compares all three):
 
 - `protocolVersion`: the requested version when it is a handshake-era one, else the
   latest handshake-era one (`HANDSHAKE_VERSIONS`, the SDK's own list; a test keeps
