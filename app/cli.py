@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from assern.actors.config.resolve import default_assern_home
+from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
+from assern.app.hint import serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
 from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
@@ -89,15 +90,37 @@ def _elect(config: ResolvedConfig) -> Primary | Proxy:
     return elect(config, assern_home=default_assern_home(env), environ=env)
 
 
-def _proxy(elected: Proxy) -> int:
-    from assern.app.proxy import bridge
+def _leave_hint(args: argparse.Namespace, config: ResolvedConfig, elected: Primary | Proxy) -> None:
+    """Let the next identical start proxy without resolving (app/hint.py)."""
+    from assern.app.hint import hint_file, hint_key, make_hint, write_hint
 
-    ended = trio.run(bridge, elected.sock)
-    log.info("proxy_stopped", ended_by=ended, slot=elected.slot.name)
-    if ended == "primary":
-        print("assern: the shared instance closed the connection", file=sys.stderr)
-        return 1
-    return 0
+    if getattr(args, "hint_args", None) is None:
+        return
+    env = environ()
+    key = hint_key(args.hint_args, os.getcwd(), env)
+    home = default_assern_home(env)
+    slot = elected.slot
+    hint = make_hint(
+        config,
+        key=key,
+        environ=env,
+        assern_home=home,
+        fingerprint=elected.fingerprint,
+        slot=slot.name,
+        mcp=slot.mcp,
+        control=slot.control,
+        lock=elected.lock,
+    )
+    write_hint(hint_file(home, key), hint)
+
+
+def _proxy(args: argparse.Namespace, elected: Proxy) -> int:
+    """Become a bare bridge to the primary: the election's imports are shed by `exec`."""
+    from assern.app.bridge import LOG_FILE, exec_bridge
+
+    log_file = str(default_assern_home(environ()) / "logs" / LOG_FILE)
+    exec_bridge(elected.sock, slot=elected.slot.name, log_file=log_file, log_level=args.log_level.lower())
+    raise AssertionError("unreachable: exec replaced this process")
 
 
 def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
@@ -112,8 +135,9 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
             print(f"assern: warning: running without instance sharing: {exc}", file=sys.stderr)
             log.warning("instance_sharing_unavailable", error=str(exc))
         else:
+            _leave_hint(args, config, elected)
             if isinstance(elected, Proxy):
-                return _proxy(elected)
+                return _proxy(args, elected)
             # Fork before anything starts: the tree (and the pid registry) belong to the
             # primary child; this process only waits for it (app/detach.py).
             link = detach(elected.forget)
@@ -265,6 +289,7 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
             cmd.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
         cmd.add_argument("--log-level", default="info", help="debug, info, warning or error")
     args = parser.parse_args(argv)
+    args.hint_args = serve_arguments(sys.argv[1:] if argv is None else argv)
 
     if args.command == "list":  # as `assernctl list`: the running instance first
         return _list(args)

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import os
 import socket
-from typing import TYPE_CHECKING, Any
 
-from assern.actors.listener.control_protocol import PROTOCOL_VERSION
-from assern.actors.listener.unix_socket import same_user
+from assern.actors.listener.socket_basics import PROTOCOL_VERSION, same_user
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
 MAX_REPLY = 64 * 1024 * 1024
 

@@ -89,11 +89,15 @@ class Proxy:
         slot: Where it listens.
         sock: A connected socket to its MCP socket.
         pid: The primary's pid, as it said.
+        lock: The instance lock's path.
+        fingerprint: The configuration's fingerprint (the primary's too).
     """
 
     slot: Slot
     sock: socket.socket
     pid: int | None
+    lock: Path
+    fingerprint: str
 
 
 class _Seen(enum.Enum):
@@ -170,7 +174,7 @@ def elect(
                     continue
                 pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
                 log.info("instance_proxy", slot=slot.name, primary_pid=pid, socket=str(slot.mcp))
-                return Proxy(slot=slot, sock=sock, pid=pid)
+                return Proxy(slot=slot, sock=sock, pid=pid, lock=lock.path, fingerprint=digest)
             if seen is not _Seen.FREE:
                 occupied.add(slot.name)
         home = home_slot(directory.path, config.project)

@@ -20,10 +20,8 @@ Everything but the last three is pure: a function of its arguments.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -31,14 +29,16 @@ import re
 import socket
 import stat
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from assern.app.instance_lock import InstanceError as InstanceError
+from assern.app.instance_lock import InstanceLock as InstanceLock
+
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import Mapping
 
     from assern.actors.config.spec import ResolvedConfig, ServerSpec
 
@@ -52,10 +52,6 @@ CONTROL_SUFFIX = ".ctl"
 LOCK_SUFFIX = ".lock"
 #: The longest socket file name a slot can have: a full stem, a dash and a hash.
 LONGEST_NAME = "x" * (MAX_STEM + 1 + HASH_CHARS) + MCP_SUFFIX
-
-
-class InstanceError(Exception):
-    """Instance sharing cannot work here; the text says why and what to do."""
 
 
 def sharing_enabled(environ: Mapping[str, str]) -> bool:
@@ -270,67 +266,6 @@ def prepare_socket_directory(directory: SocketDirectory) -> None:
     elif not directory.path.parent.exists():
         directory.path.parent.mkdir(parents=True, mode=0o700)
     ensure_private_dir(directory.path)
-
-
-# --------------------------------------------------------------------- lock
-
-
-class InstanceLock:
-    """An exclusive `flock` on a file beside the sockets, held while electing a primary.
-
-    The kernel drops it when its holder dies, so a killed start never blocks the next.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def try_acquire(self) -> bool:
-        if self._fd is not None:
-            raise RuntimeError("the instance lock is already held")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                return False
-            raise
-        self._fd = fd
-        return True
-
-    def acquire(self, timeout: float) -> None:
-        """Block (polling) until the lock is ours.
-
-        Raises:
-            InstanceError: another process held it for `timeout` seconds.
-        """
-        deadline = time.monotonic() + timeout
-        while not self.try_acquire():
-            if time.monotonic() >= deadline:
-                raise InstanceError(f"another assern held {self.path} for more than {timeout:g} s")
-            time.sleep(0.01)
-
-    @contextlib.asynccontextmanager
-    async def hold(self, poll: float = 0.01) -> AsyncIterator[None]:
-        """Hold the lock for a block of trio code (polls without blocking the thread)."""
-        import trio
-
-        while not self.try_acquire():  # noqa: ASYNC110 - an flock has no event to wait on
-            await trio.sleep(poll)
-        try:
-            yield
-        finally:
-            self.release()
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)  # closing the only descriptor drops the flock
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
 
 
 # -------------------------------------------------------------------- probe

@@ -4,13 +4,14 @@ and a tree run for one command (`list`, `demo`, a direct `call`) and stopped aft
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
-from assern.actors.config.resolve import default_assern_home, resolve_config
+from assern.actors.config.home import default_assern_home
+from assern.actors.config.resolve import resolve_config
+from assern.app.hint import config_environ
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Mapping
@@ -24,9 +25,7 @@ T = TypeVar("T")
 def environ() -> dict[str, str]:
     """The process environment, plus `ASSERN_PYTHON`: configs may start Python servers
     with the interpreter assern itself runs on."""
-    found = dict(os.environ)
-    found.setdefault("ASSERN_PYTHON", sys.executable)
-    return found
+    return config_environ(os.environ)
 
 
 def loader(config: Path | None, project: str | None, env: Mapping[str, str]) -> Callable[[], ResolvedConfig]:

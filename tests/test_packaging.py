@@ -29,7 +29,7 @@ def test_wheel_has_only_the_assern_namespace(tmp_path: Path) -> None:
     assert not any(name.startswith(("supervisor/", "actors/", "tests/")) for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "assern = assern.app.cli:assern_main" in text
+    assert "assern = assern.app.quick:main" in text
     assert "assernctl = assern.app.ctl:main" in text
 
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assern.actors.config.project import user_home
-from assern.actors.config.resolve import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG
+from assern.actors.config.home import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG, user_home
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping

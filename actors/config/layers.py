@@ -12,6 +12,7 @@ from typing import Literal
 import attrs
 
 from assern.actors.config.env import parse_dotenv
+from assern.actors.config.home import LOCAL_DIR, ORIGINAL_SERVERS_FILE, expand_user
 from assern.actors.config.keypath import at
 from assern.actors.config.model import (
     ConfigFile,
@@ -21,7 +22,6 @@ from assern.actors.config.model import (
     SettingsConfig,
     server_problems,
 )
-from assern.actors.config.project import LOCAL_DIR, expand_user
 from assern.actors.config.spec import ConfigError, Layer, Provenance
 from assern.actors.config.structure import loads_toml, parse_toml, show, structure
 from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, parse_yaml
@@ -29,9 +29,6 @@ from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, pars
 #: Which resolution level a server table belongs to: the global config (with its
 #: includes), the active project's section, or the local `.assern/` files.
 Level = Literal["global", "project", "local"]
-
-#: The original Assern layout kept its servers in this file beside `config.yaml`.
-ORIGINAL_SERVERS_FILE = "mcp.json"
 
 
 @attrs.frozen(kw_only=True)

@@ -19,11 +19,11 @@ from typing import Any
 import attrs
 
 from assern.actors.config.env import ExpansionError, MergeMode, expand_vars, merge_env
+from assern.actors.config.home import expand_user
 from assern.actors.config.keypath import KeyPath, at, format_key_path
 from assern.actors.config.layers import Origin, ServerLayer
 from assern.actors.config.model import ServerConfig
 from assern.actors.config.policy import intensity_unreachable
-from assern.actors.config.project import expand_user
 from assern.actors.config.spec import ConfigError, Layer, Provenance, ServerSpec
 from assern.actors.config.structure import show
 from assern.supervisor.intensity import backoff_total

@@ -11,10 +11,8 @@ from typing import Literal
 
 import attrs
 
+from assern.actors.config.home import LOCAL_DIR, expand_user
 from assern.actors.config.spec import ConfigError
-
-#: The folder, inside a project's root, that holds its local config and .env.
-LOCAL_DIR = ".assern"
 
 ProjectSource = Literal["argument", "local-config", "directories", "local-folder", "none"]
 
@@ -36,21 +34,6 @@ class ProjectMatch:
 
     name: str | None
     source: ProjectSource
-
-
-def user_home(environ: Mapping[str, str]) -> Path:
-    """The user's home: `environ["HOME"]` when set (so tests can fake it), else the OS's."""
-    home = environ.get("HOME")
-    return Path(home) if home else Path.home()
-
-
-def expand_user(path: str, home: Path) -> str:
-    """Expand a leading `~` (alone or followed by `/`) to `home`."""
-    if path == "~":
-        return str(home)
-    if path.startswith("~/"):
-        return str(home / path[2:])
-    return path
 
 
 def pattern_rank(pattern: str, directory: PurePath, home: Path) -> tuple[int, int] | None:

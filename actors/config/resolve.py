@@ -36,6 +36,12 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from assern.actors.config.home import (
+    GLOBAL_CONFIG,
+    LEGACY_GLOBAL_CONFIG,
+    LOCAL_DIR,
+    user_home,
+)
 from assern.actors.config.layers import (
     GlobalSource,
     LocalSource,
@@ -54,13 +60,7 @@ from assern.actors.config.merge import (
     resolve_server,
 )
 from assern.actors.config.model import ProjectConfig, SettingsConfig
-from assern.actors.config.project import (
-    LOCAL_DIR,
-    detect_project,
-    expand_user,
-    find_local_root,
-    user_home,
-)
+from assern.actors.config.project import detect_project, find_local_root
 from assern.actors.config.spec import (
     Provenance,
     ResolvedConfig,
@@ -68,25 +68,6 @@ from assern.actors.config.spec import (
     Settings,
 )
 from assern.actors.config.yaml_layout import yaml_available
-
-#: The global config file in `$ASSERN_HOME`.
-GLOBAL_CONFIG = "config.toml"
-#: The original Assern layout's global config, read when config.toml is absent and
-#: PyYAML is installed.
-LEGACY_GLOBAL_CONFIG = "config.yaml"
-
-
-def default_assern_home(environ: Mapping[str, str]) -> Path:
-    """`$ASSERN_HOME` (with `~` expanded), else `~/.valksor/assern`.
-
-    Args:
-        environ: The process environment; its HOME, when set, is the user's home.
-    """
-    home = user_home(environ)
-    configured = environ.get("ASSERN_HOME")
-    if configured:
-        return Path(expand_user(configured, home))
-    return home / ".valksor" / "assern"
 
 
 def resolve_config(

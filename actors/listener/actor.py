@@ -33,8 +33,9 @@ from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control import ControlPlane, serve_control
 from assern.actors.listener.report import ClientView
 from assern.actors.listener.session import ClientConnection, SessionContext
+from assern.actors.listener.socket_basics import peer_credentials
 from assern.actors.listener.stdio import claim_stdio
-from assern.actors.listener.unix_socket import UnixListener, peer_credentials, refuse
+from assern.actors.listener.unix_socket import UnixListener, refuse
 from assern.supervisor.trionics import main_error
 
 if TYPE_CHECKING:

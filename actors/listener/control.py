@@ -27,6 +27,7 @@ from assern.actors.listener.control_protocol import Command, ControlFailure
 from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
+from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 from assern.supervisor.cell import Cell
 from assern.supervisor.io.reader import LineTooLong
 from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
@@ -70,7 +71,7 @@ Handler = Callable[[ControlPlane, Command], Awaitable[Any]]
 async def _hello(plane: ControlPlane, command: Command) -> dict[str, Any]:
     config = plane.config.value
     return {
-        "protocol": proto.PROTOCOL_VERSION,
+        "protocol": PROTOCOL_VERSION,
         "pid": plane.info.pid,
         "slot": plane.info.slot,
         "project": config.project,

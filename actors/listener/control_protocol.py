@@ -18,8 +18,7 @@ from typing import Any
 import attrs
 
 from assern.actors.jsonrpc import framing
-
-PROTOCOL_VERSION = 1
+from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 
 #: Every command, with what it does (sent back with an `unknown_command` error).
 COMMANDS: Mapping[str, str] = {

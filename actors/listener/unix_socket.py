@@ -13,8 +13,6 @@ import contextlib
 import errno
 import os
 import socket
-import struct
-import sys
 from typing import TYPE_CHECKING
 
 import structlog
@@ -28,33 +26,6 @@ log = structlog.get_logger()
 BACKLOG = 128
 #: accept() errors that concern one connection or a passing shortage, not the listener
 _TRANSIENT = {errno.ECONNABORTED, errno.EPROTO, errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
-
-
-def peer_credentials(sock: socket.socket) -> tuple[int | None, int | None]:
-    """(uid, pid) of the process at the other end of a connected Unix socket.
-
-    The pid is known on Linux only. (None, None) when the platform cannot tell.
-    """
-    if hasattr(socket, "SO_PEERCRED"):
-        data = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        pid, uid, _gid = struct.unpack("3i", data)
-        return uid, pid
-    if sys.platform == "darwin" or "bsd" in sys.platform:
-        sol_local, local_peercred = 0, getattr(socket, "LOCAL_PEERCRED", 1)
-        # struct xucred { u_int cr_version; uid_t cr_uid; short cr_ngroups; gid_t cr_groups[16]; }
-        data = sock.getsockopt(sol_local, local_peercred, struct.calcsize("IIh2x16I"))
-        _version, uid = struct.unpack_from("II", data)
-        return uid, None
-    return None, None
-
-
-def same_user(sock: socket.socket) -> bool:
-    """Whether the peer runs as our own uid (unknown credentials never pass)."""
-    try:
-        uid, _pid = peer_credentials(sock)
-    except OSError:
-        return False
-    return uid == os.getuid()
 
 
 def bind_unix(path: Path) -> socket.socket:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from assern.actors.config.resolve import default_assern_home
+from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ResolvedConfig, ServerSpec, Settings
 from assern.app.control_client import ControlError, request
 from assern.app.ctl.common import Usage, find_instance, load_config, no_instance, print_json

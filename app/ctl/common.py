@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from assern.actors.config.discover import config_path_for
-from assern.actors.config.resolve import default_assern_home
+from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.control_client import ControlError, ControlUnavailable, request
 from assern.app.instance import InstanceError, Slot, fingerprint, slot_names, socket_directory

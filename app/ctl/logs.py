@@ -6,7 +6,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from assern.actors.config.resolve import default_assern_home
+from assern.actors.config.home import default_assern_home
 from assern.app.ctl.common import Usage
 from assern.app.logtail import Follower, LogFilter, current_size, format_line, last_lines
 from assern.app.running import environ

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from assern.actors.config.resolve import default_assern_home
+from assern.actors.config.home import default_assern_home
 from assern.app.control_client import ControlError, ControlUnavailable, request
 from assern.app.ctl.common import all_instances, find_instance, load_config, print_json, require
 from assern.app.ctl.render import render_status, table

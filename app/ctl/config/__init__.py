@@ -23,9 +23,10 @@ from typing import Any
 import attrs
 
 from assern.actors.config.discover import config_path_for
+from assern.actors.config.home import GLOBAL_CONFIG, LOCAL_DIR, default_assern_home, user_home
 from assern.actors.config.layers import read_dotenv, read_global, read_local
-from assern.actors.config.project import LOCAL_DIR, find_local_root, user_home
-from assern.actors.config.resolve import GLOBAL_CONFIG, default_assern_home, resolve_config
+from assern.actors.config.project import find_local_root
+from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.config.structure import parse_toml
 from assern.actors.config.variables import undefined_references

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import tomli_w
 
-from assern.actors.config.layers import ORIGINAL_SERVERS_FILE, read_text
+from assern.actors.config.home import LOCAL_DIR, ORIGINAL_SERVERS_FILE
+from assern.actors.config.layers import read_text
 from assern.actors.config.model import ConfigFile, LocalConfigFile, ServerConfig
-from assern.actors.config.project import LOCAL_DIR
 from assern.actors.config.spec import ConfigError
 from assern.actors.config.structure import structure
 from assern.actors.config.yaml_layout import YAML_SUFFIXES, convert_global, convert_local, parse_yaml

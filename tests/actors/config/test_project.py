@@ -6,14 +6,13 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
+from assern.actors.config.home import expand_user, user_home
 from assern.actors.config.project import (
     ProjectMatch,
     detect_project,
-    expand_user,
     find_local_root,
     match_directories,
     pattern_rank,
-    user_home,
 )
 from assern.actors.config.spec import ConfigError
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from config_world import World
 
-from assern.actors.config.resolve import default_assern_home, resolve_config
+from assern.actors.config.home import default_assern_home
+from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import (
     ConfigError,
     Provenance,

@@ -1,0 +1,267 @@
+"""Proxy hints: what a later `assern serve` needs to reach a running primary without
+resolving the configuration again.
+
+Resolving the configuration imports the config machinery, and electing imports trio and
+structlog: a proxy that did both would stay a 30 MB process to copy bytes. So each
+`assern serve` that took part in an election leaves a hint in `$ASSERN_HOME/run/hints/`,
+keyed by everything its resolution started from (the command's arguments, the working
+folder, the interpreter, `ASSERN_HOME`, `HOME`, assern's version). The hint names the
+primary's sockets and the configuration's fingerprint, and it records what the
+resolution depended on:
+
+- every file that contributed or would contribute if it were created (the global and
+  local config and .env files, their includes, each `.assern/` folder on the way up from
+  the working folder to the project root), each with its (mtime, size, inode) or as
+  absent;
+- the values of the environment variables the resolution reads: `HOME`, `ASSERN_HOME`,
+  the socket folder's variables, and every name referenced as `$NAME` or `${NAME}` in
+  those files. Only a digest of the values is stored: the values may be secrets.
+
+A start whose key finds a hint with every recorded file and value unchanged would
+resolve the same configuration, so it may proxy to the hint's primary once that primary
+answers `hello` with the hint's fingerprint (app/quick.py). Anything else falls back to
+the full resolution and election, which writes a fresh hint.
+
+Standard library only, without `pathlib` or `typing` at import: the quick path imports
+this module before anything heavy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import sys
+
+from assern.actors.config.home import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG, LOCAL_DIR, ORIGINAL_SERVERS_FILE
+from assern.actors.identity import __version__
+
+try:  # the builtin module hashlib wraps: importing hashlib would map OpenSSL (~4 MB)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - interpreters without the builtin module
+    from hashlib import blake2b
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+    from pathlib import Path
+    from typing import Any
+
+    from assern.actors.config.spec import ResolvedConfig
+
+HINT_FORMAT = 1
+HINTS_DIR = "hints"
+#: Hints kept per `$ASSERN_HOME`; the oldest go first.
+MAX_HINTS = 64
+#: Variables read on every resolution, whatever the files say.
+ALWAYS_READ = ("HOME", "ASSERN_HOME", "ASSERN_PYTHON", "XDG_RUNTIME_DIR", "TMPDIR")
+_REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+#: The `serve` options a hint may stand for; any other argument takes the full path.
+SERVE_OPTIONS = ("--config", "--project", "--log-level")
+
+
+def serve_arguments(argv: Sequence[str]) -> list[str] | None:
+    """`serve`'s options as `[name, value, ...]` in a canonical order, or None when
+    `argv` is not a `serve` the quick path can stand for."""
+    if not argv or argv[0] != "serve":
+        return None
+    found: dict[str, str] = {}
+    rest = list(argv[1:])
+    while rest:
+        arg = rest.pop(0)
+        name, equals, value = arg.partition("=")
+        if name not in SERVE_OPTIONS or name in found:
+            return None
+        if not equals:
+            if not rest:
+                return None
+            value = rest.pop(0)
+        found[name] = value
+    return [item for name in SERVE_OPTIONS if name in found for item in (name, found[name])]
+
+
+def config_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a configuration resolves against: the process's, plus
+    `ASSERN_PYTHON` (configs may start Python servers with assern's own interpreter)."""
+    found = dict(environ)
+    found.setdefault("ASSERN_PYTHON", sys.executable)
+    return found
+
+
+def _digest(text: str, size: int = 16) -> str:
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=size).hexdigest()
+
+
+def hint_key(args: Sequence[str], cwd: str, environ: Mapping[str, str]) -> dict[str, Any]:
+    """What a resolution starts from, besides files and referenced variables."""
+    return {
+        "format": HINT_FORMAT,
+        "version": __version__,
+        "args": list(args),
+        "cwd": cwd,
+        "python": sys.executable,
+        "assern_home": environ.get("ASSERN_HOME"),
+        "home": environ.get("HOME"),
+    }
+
+
+def hint_file(assern_home: str | Path, key: Mapping[str, Any]) -> str:
+    """Where the hint for `key` lives: `$ASSERN_HOME/run/hints/<digest of key>.json`."""
+    return os.path.join(assern_home, "run", HINTS_DIR, f"{_digest(json.dumps(key, sort_keys=True))}.json")
+
+
+def signature(path: str) -> list[int] | None:
+    """(mtime in ns, size, inode) of a file, or None when there is no file."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return [info.st_mtime_ns, info.st_size, info.st_ino]
+
+
+def referenced_names(texts: Iterable[str]) -> set[str]:
+    """Every name written as `$NAME` or `${NAME...}` (more than are expanded: harmless)."""
+    return {match.group(1) for text in texts for match in _REFERENCE.finditer(text)}
+
+
+def env_digest(names: Iterable[str], environ: Mapping[str, str]) -> str:
+    """A digest of the named variables' values (None for unset ones)."""
+    return _digest(json.dumps([[name, environ.get(name)] for name in sorted(names)]))
+
+
+def watched_paths(config: ResolvedConfig, *, cwd: str, assern_home: Path, args: Sequence[str]) -> list[str]:
+    """Every file whose creation, change or removal could change the resolution."""
+    from pathlib import Path
+
+    paths = [*map(str, config.files), *map(str, config.potential_files)]
+    paths += [str(assern_home / name) for name in (".env", GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG)]
+    global_file = _option(args, "--config")
+    global_dir = Path(cwd, global_file).parent if global_file else assern_home
+    paths.append(str(global_dir / ORIGINAL_SERVERS_FILE))
+    for folder in (Path(cwd), *Path(cwd).parents):  # as find_local_root looks
+        candidates = [str(folder / LOCAL_DIR / "config.toml"), str(folder / LOCAL_DIR / ".env")]
+        paths += candidates
+        if any(signature(path) is not None for path in candidates):
+            break
+    return list(dict.fromkeys(paths))
+
+
+def _option(args: Sequence[str], name: str) -> str | None:
+    for index, arg in enumerate(args[:-1]):
+        if arg == name:
+            return args[index + 1]
+    return None
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read()
+    except OSError:
+        return ""
+
+
+def make_hint(
+    config: ResolvedConfig,
+    *,
+    key: Mapping[str, Any],
+    environ: Mapping[str, str],
+    assern_home: Path,
+    fingerprint: str,
+    slot: str,
+    mcp: Path,
+    control: Path,
+    lock: Path,
+) -> dict[str, Any]:
+    """The hint for a start that resolved `config` from `key` and `environ`."""
+    paths = watched_paths(config, cwd=str(key["cwd"]), assern_home=assern_home, args=key["args"])
+    signatures = {path: signature(path) for path in paths}
+    names = set(ALWAYS_READ) | referenced_names(_read(path) for path, sig in signatures.items() if sig)
+    return {
+        "key": dict(key),
+        "fingerprint": fingerprint,
+        "slot": slot,
+        "mcp": str(mcp),
+        "control": str(control),
+        "lock": str(lock),
+        "files": signatures,
+        "env_names": sorted(names),
+        "env_digest": env_digest(names, environ),
+    }
+
+
+def _private_dir(path: str) -> bool:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
+def write_hint(path: str, hint: Mapping[str, Any]) -> None:
+    """Write `hint` atomically (0600, in a 0700 folder) and drop the oldest beyond MAX_HINTS.
+
+    A hint is an optimisation: a folder or file that cannot be written is left alone.
+    """
+    folder, name = os.path.split(path)
+    with contextlib.suppress(OSError):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    if not _private_dir(folder):
+        return
+    temporary = os.path.join(folder, f".{name}.{os.getpid()}")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as file:
+            json.dump(hint, file, sort_keys=True)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        return
+    _prune(folder)
+
+
+def _prune(folder: str) -> None:
+    try:
+        hints = [entry for entry in os.scandir(folder) if entry.name.endswith(".json")]
+        if len(hints) <= MAX_HINTS:
+            return
+        hints.sort(key=lambda entry: entry.stat().st_mtime_ns)
+        for entry in hints[: len(hints) - MAX_HINTS]:
+            os.unlink(entry.path)
+    except OSError:
+        return
+
+
+def valid_hint(path: str, key: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
+    """The hint at `path` if it is ours, for `key`, and nothing it recorded changed."""
+    if not _private_dir(os.path.dirname(path)):
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd) as file:
+            if os.fstat(file.fileno()).st_uid != os.getuid():
+                return None
+            hint = json.load(file)
+    except (OSError, ValueError):
+        return None
+    try:
+        if hint["key"] != dict(key):
+            return None
+        files: dict[str, list[int] | None] = hint["files"]
+        if any(signature(file) != recorded for file, recorded in files.items()):
+            return None
+        if env_digest(hint["env_names"], environ) != hint["env_digest"]:
+            return None
+        for field in ("fingerprint", "slot", "mcp", "control", "lock"):
+            if not isinstance(hint[field], str):
+                return None
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return dict(hint)

@@ -1,0 +1,100 @@
+"""The `assern` entry point, and its quick path to a running primary.
+
+`assern serve` started while a primary of the same configuration runs only bridges bytes
+(app/bridge.py). When a hint (app/hint.py) says that this very start, with these
+arguments, folder, files and variables, resolved to that primary's configuration before,
+we take the instance lock, check that the primary still answers `hello` with the hint's
+fingerprint, connect to its MCP socket and become the bridge (app/bridge.py): no
+configuration is parsed and nothing beyond the standard library is imported. Anything else (no hint, a changed
+file or variable, a primary that is gone or reloaded into another configuration, a held
+lock) takes the full path of app/cli.py, which elects and writes a fresh hint.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from assern.actors.config.home import assern_home_folder
+from assern.app.bridge import LOG_FILE, exec_bridge, log_event
+from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
+from assern.app.hint import config_environ, hint_file, hint_key, serve_arguments, valid_hint
+from assern.app.instance_lock import InstanceLock
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see the README's figures)
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Mapping, Sequence
+    from typing import Any
+
+#: How long the quick path waits for the lock and for `hello` before it gives up.
+LOCK_WAIT = 2.0
+HELLO_TIMEOUT = 10.0
+NO_SHARING_VAR = "ASSERN_NO_INSTANCE_SHARING"
+
+
+def _lock(path: str) -> InstanceLock | None:
+    lock = InstanceLock(path)  # type: ignore[arg-type]  # a str serves: no pathlib here
+    deadline = time.monotonic() + LOCK_WAIT
+    try:
+        while not lock.try_acquire():
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.005)
+    except OSError:
+        return None
+    return lock
+
+
+def _connect(hint: Mapping[str, Any]) -> socket.socket | None:
+    """The primary's MCP socket, connected under the lock once `hello` matched; or None."""
+    lock = _lock(hint["lock"])
+    if lock is None:
+        return None
+    try:
+        hello = request(hint["control"], "hello", timeout=HELLO_TIMEOUT, connect_timeout=HELLO_TIMEOUT)
+        if not isinstance(hello, dict) or hello.get("fingerprint") != hint["fingerprint"]:
+            return None
+        return connect_unix(hint["mcp"], HELLO_TIMEOUT)
+    except (ControlUnavailable, ControlError):
+        return None
+    finally:
+        lock.release()
+
+
+def quick_proxy(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> int | None:
+    """Proxy through a valid hint and return the exit status; None to take the full path."""
+    args = serve_arguments(argv)
+    if args is None or environ.get(NO_SHARING_VAR, "").strip() not in ("", "0"):
+        return None
+    env = config_environ(environ)
+    key = hint_key(args, cwd, env)
+    home = assern_home_folder(env)
+    hint = valid_hint(hint_file(home, key), key, env)
+    if hint is None:
+        return None
+    sock = _connect(hint)
+    if sock is None:
+        return None
+    level = dict(zip(args[::2], args[1::2], strict=True)).get("--log-level", "info").lower()
+    log_file = os.path.join(home, "logs", LOG_FILE)
+    log_event(log_file, level, "instance_proxy", slot=hint["slot"], socket=hint["mcp"], via="hint")
+    exec_bridge(sock, slot=hint["slot"], log_file=log_file, log_level=level)
+    raise AssertionError("unreachable: exec replaced this process")
+
+
+def main() -> int:
+    """The `assern` console script."""
+    argv = sys.argv[1:]
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = None
+    if cwd is not None:
+        code = quick_proxy(argv, os.environ, cwd)
+        if code is not None:
+            return code
+    from assern.app.cli import assern_main
+
+    return assern_main(argv)
