@@ -139,6 +139,23 @@ async def test_demo_serves_stdio_when_stdin_is_not_a_terminal(assern_env: Assern
             assert text_in(result.content[0]) == "42.0"
 
 
+def test_the_proxy_footprint_benchmark_smoke_run_works(tmp_path: Path) -> None:
+    out = tmp_path / "proxy.json"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "ops" / "bench" / "proxy_footprint.py"), "--smoke", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text())
+    assert report["spawn_to_initialize"]["hint"]["n"] == 3
+    assert report["proxy_rss_mib"]["hint"] > 0
+    assert [row["proxies"] for row in report["concurrent"]] == [1, 3]
+    assert [row["idle_sessions"] for row in report["call"]] == [0, 3]
+    assert "spawn -> initialize answered" in result.stdout
+
+
 def test_the_benchmark_smoke_run_works(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     result = subprocess.run(
