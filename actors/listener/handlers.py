@@ -22,8 +22,14 @@ from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressS
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.protocol import Method
-from assern.actors.router import naming
 from assern.actors.router.catalog import suggest_tools, unknown_tool_message
+from assern.actors.router.lookup import (
+    ResourceTarget,
+    UnknownResource,
+    exposed_uri,
+    resolve_resource,
+    unknown_prompt_message,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -53,7 +59,8 @@ class Handlers:
         self._routing = routing
         self._origin = origin
         #: the (exposed) resource URIs this client subscribed to
-        self.subscriptions: set[str] = set()
+        #: what the client subscribed to, as it named it -> (server, the server's own URI)
+        self.subscriptions: dict[str, tuple[str, str]] = {}
 
     def methods(self) -> dict[str, Method]:
         """The request methods this aggregate serves (besides `initialize` and `ping`)."""
@@ -154,32 +161,30 @@ class Handlers:
         catalog = await self._routing.settled_catalog()
         return types.ListResourceTemplatesResult(resource_templates=[t.template for t in catalog.templates])
 
-    def _resource_owner(self, uri: str) -> tuple[str, str]:
-        catalog = self.shared.catalog.value
-        route = catalog.resources.get(uri)
-        if route is not None:
-            return route.server, route.original
-        found = naming.split_resource_uri(uri, set(self.shared.directory()))
-        if found is None:
-            raise RpcError(
-                types.INVALID_PARAMS,
-                f"Unknown resource '{uri}': assern resources look like assern://SERVER/ORIGINAL-URI",
-                {"uri": uri},
-            )
-        return found
+    async def _resource_owner(self, uri: str) -> ResourceTarget:
+        catalog = await self._routing.settled_catalog()
+        try:
+            return resolve_resource(catalog, uri, self.shared.directory())
+        except UnknownResource as exc:
+            raise RpcError(types.INVALID_PARAMS, str(exc), {"uri": uri}) from None
 
     async def _read_resource(
         self, ctx: RequestContext, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        server, original = self._resource_owner(str(params.uri))
+        target = await self._resource_owner(str(params.uri))
         try:
             result: types.ReadResourceResult = await request(
-                self._routing.handle(server), lambda reply: msgs.ReadResource(uri=original, reply=reply)
+                self._routing.handle(target.server),
+                lambda reply: msgs.ReadResource(uri=target.original, reply=reply),
             )
         except Exception as exc:
             raise to_rpc_error(exc) from None
+        catalog = self.shared.catalog.value
         contents = [
-            c.model_copy(update={"uri": naming.resource_uri(server, str(c.uri))}) for c in result.contents
+            c.model_copy(
+                update={"uri": exposed_uri(catalog, target.server, str(c.uri), natural=target.natural)}
+            )
+            for c in result.contents
         ]
         return result.model_copy(update={"contents": contents})
 
@@ -196,19 +201,23 @@ class Handlers:
         return types.EmptyResult()
 
     async def _set_subscription(self, uri: str, on: bool) -> None:
-        server, original = self._resource_owner(uri)
+        target = await self._resource_owner(uri)
 
         def subscribe(reply: Reply[None]) -> msgs.BackendRequest:
-            return msgs.Subscribe(uri=original, subscribe=on, reply=reply)
+            return msgs.Subscribe(uri=target.original, subscribe=on, reply=reply)
 
         try:
-            await request(self._routing.handle(server), subscribe)
+            await request(self._routing.handle(target.server), subscribe)
         except Exception as exc:
             raise to_rpc_error(exc) from None
         if on:
-            self.subscriptions.add(uri)
+            self.subscriptions[uri] = (target.server, target.original)
         else:
-            self.subscriptions.discard(uri)
+            self.subscriptions.pop(uri, None)
+
+    def subscribed_as(self, server: str, original: str) -> list[str]:
+        """The URIs this client subscribed under to `server`'s resource `original`."""
+        return [uri for uri, owner in self.subscriptions.items() if owner == (server, original)]
 
     # ---------------------------------------------------------------- prompts
 
@@ -225,9 +234,7 @@ class Handlers:
         route = catalog.prompts.get(params.name)
         if route is None:
             raise RpcError(
-                types.INVALID_PARAMS,
-                f"Unknown prompt '{params.name}'. Known prompts: " + (", ".join(catalog.prompts) or "none"),
-                {"prompt": params.name},
+                types.INVALID_PARAMS, unknown_prompt_message(catalog, params.name), {"prompt": params.name}
             )
         try:
             return await request(
@@ -241,15 +248,18 @@ class Handlers:
         self, ctx: RequestContext, params: types.CompleteRequestParams
     ) -> types.CompleteResult:
         ref = params.ref
+        backend_ref: types.PromptReference | types.ResourceTemplateReference
         if isinstance(ref, types.PromptReference):
-            route = self.shared.catalog.value.prompts.get(ref.name)
+            catalog = await self._routing.settled_catalog()
+            route = catalog.prompts.get(ref.name)
             if route is None:
-                raise RpcError(types.INVALID_PARAMS, f"Unknown prompt '{ref.name}'")
-            backend_ref: types.PromptReference | types.ResourceTemplateReference
+                raise RpcError(
+                    types.INVALID_PARAMS, unknown_prompt_message(catalog, ref.name), {"prompt": ref.name}
+                )
             server, backend_ref = route.server, ref.model_copy(update={"name": route.original})
         else:
-            server, original = self._resource_owner(ref.uri)
-            backend_ref = ref.model_copy(update={"uri": original})
+            target = await self._resource_owner(ref.uri)
+            server, backend_ref = target.server, ref.model_copy(update={"uri": target.original})
         context = params.context.arguments if params.context is not None else None
         try:
             return await request(

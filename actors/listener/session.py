@@ -56,7 +56,6 @@ from assern.actors.listener.jsonl import END, SendRaw, next_value, parse_message
 from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
 from assern.actors.listener.raw_lane import RawLane
 from assern.actors.listener.routing import Routing
-from assern.actors.router import naming
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
@@ -280,14 +279,12 @@ class ClientConnection:
     async def backend_notification(self, server: str, note: types.ServerNotification) -> None:
         """Forward a backend's resource update or log message to this client."""
         if isinstance(note, types.ResourceUpdatedNotification):
-            uri = naming.resource_uri(server, str(note.params.uri))
-            if uri not in self.handlers.subscriptions:
-                return
-            if self._events is not None:
-                await self._events.resource_updated(uri)
-            protocol = self._initialized()
-            if protocol is not None:
-                await protocol.notify("notifications/resources/updated", {"uri": uri})
+            for uri in self.handlers.subscribed_as(server, str(note.params.uri)):
+                if self._events is not None:
+                    await self._events.resource_updated(uri)
+                protocol = self._initialized()
+                if protocol is not None:
+                    await protocol.notify("notifications/resources/updated", {"uri": uri})
         elif isinstance(note, types.LoggingMessageNotification):
             protocol = self._initialized()
             if protocol is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -63,6 +64,12 @@ class TemplateRoute:
     server: str
     original: str
     template: types.ResourceTemplate
+    #: what the exposed template matches (naming.template_pattern)
+    pattern: re.Pattern[str] = attrs.field(eq=False)
+
+    @property
+    def natural(self) -> bool:
+        return self.uri_template == self.original
 
 
 @attrs.frozen(kw_only=True)
@@ -82,6 +89,7 @@ class Catalog:
     capabilities: Mapping[str, types.ServerCapabilities] = attrs.field(factory=dict)
     #: the `tools` array of a tools/list result, encoded once per catalog version
     tools_json: bytes = b"[]"
+    naming: Naming = "prefix"
 
     @property
     def tool_list(self) -> list[types.Tool]:
@@ -112,7 +120,9 @@ def build_catalog(
 
     Collisions are never fatal: a name already taken by another server gets a stable
     hash suffix. In `hybrid` mode a tool or prompt keeps its natural name when no other
-    backend offers the same name.
+    backend offers the same name; a resource URI or URI template keeps its own form for
+    the first backend (in configuration order) that lists it, and every later backend
+    listing the same one exposes it as `assern://SERVER/URI`.
     """
     listings = list(listings)
     tool_owners: dict[str, set[str]] = {}
@@ -159,7 +169,9 @@ def build_catalog(
                 prompt=prompt.model_copy(update={"name": exposed}),
             )
         for resource in listing.resources:
-            uri = naming.resource_uri(server, str(resource.uri))
+            uri = str(resource.uri)
+            if mode != "hybrid" or uri in resources or uri.startswith(naming.RESOURCE_SCHEME):
+                uri = naming.resource_uri(server, uri)
             resources[uri] = ResourceRoute(
                 uri=uri,
                 server=server,
@@ -167,13 +179,17 @@ def build_catalog(
                 resource=resource.model_copy(update={"uri": uri}),
             )
         for template in listing.templates:
-            uri_template = naming.resource_uri(server, template.uri_template)
+            uri_template = template.uri_template
+            natural = mode == "hybrid" and not uri_template.startswith(naming.RESOURCE_SCHEME)
+            if not natural or any(t.uri_template == uri_template for t in templates):
+                uri_template = naming.resource_uri(server, uri_template)
             templates.append(
                 TemplateRoute(
                     uri_template=uri_template,
                     server=server,
                     original=template.uri_template,
                     template=template.model_copy(update={"uri_template": uri_template}),
+                    pattern=naming.template_pattern(uri_template),
                 )
             )
 
@@ -183,6 +199,7 @@ def build_catalog(
     ).encode()
     return Catalog(
         version=version,
+        naming=mode,
         tools_json=tools_json,
         servers=frozenset(listing.server for listing in listings),
         tools=tools,

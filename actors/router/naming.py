@@ -4,7 +4,8 @@
   (`my-server` + `my_tool` -> `my_server_my_tool`);
 - prompts: the same, dashes in the prompt name too
   (`templates` + `generate-code` -> `templates_generate_code`);
-- resources and resource templates: `assern://{server}/{original-uri}`.
+- resources and resource templates: `assern://{server}/{original-uri}`; in hybrid naming
+  the URI itself, unless another backend listed it first (catalog.py).
 
 Names longer than the configured limit are shortened deterministically: the head of the
 name plus a short hash of the whole, so the same inputs always give the same name.
@@ -57,6 +58,39 @@ def split_resource_uri(uri: str, servers: frozenset[str] | set[str]) -> tuple[st
     if best is None:
         return None
     return best, rest[len(best) + 1 :]
+
+
+_EXPRESSION = re.compile(r"\{([^{}]*)\}")
+#: What an RFC 6570 expression can expand to, by operator: simple and label/path-style
+#: values stop at a delimiter; reserved and fragment expansion may hold slashes.
+_EXPANSIONS = {
+    "": r"[^/?#&]*",
+    "+": r"[^?#]*",
+    "#": r"(?:#.*)?",
+    ".": r"(?:\.[^/?#]*)*",
+    "/": r"(?:/[^/?#]*)*",
+    ";": r"(?:;[^/?#]*)*",
+    "?": r"(?:\?[^#]*)?",
+    "&": r"(?:&[^#]*)*",
+}
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regular expression matching the URIs an RFC 6570 URI template can expand to.
+
+    Literal parts must match exactly; each `{...}` expression matches what its operator
+    can produce (`{id}` one path segment, `{+path}` several, `{?q}` a query).
+    """
+    parts: list[str] = []
+    position = 0
+    for match in _EXPRESSION.finditer(template):
+        parts.append(re.escape(template[position : match.start()]))
+        body = match.group(1)
+        operator = body[:1] if body[:1] in _EXPANSIONS and body[:1] else ""
+        parts.append(_EXPANSIONS[operator])
+        position = match.end()
+    parts.append(re.escape(template[position:]))
+    return re.compile("".join(parts))
 
 
 def shorten(name: str, limit: int) -> str:

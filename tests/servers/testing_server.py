@@ -46,6 +46,9 @@ Prompts:
     greet(who)                        -> one user message "Hello, WHO!"
     generate-code(language, [task])   -> one user message asking for code
 
+Completion: generate-code's `language` (python, perl, php, rust) and the item
+template's `item` (apple, apricot, banana), by prefix.
+
 Flags (see `--help`):
     --name NAME                 server name (default "testing"), also used in texts
     --tools a,b                 offer only these tools (an unknown name is an error)
@@ -202,6 +205,7 @@ class TestingServer:
             on_list_prompts=self.list_prompts,
             on_get_prompt=self.get_prompt,
             on_set_logging_level=self.set_logging_level,
+            on_completion=self.complete,
         )
 
     # --- tools --------------------------------------------------------------
@@ -476,6 +480,24 @@ class TestingServer:
     async def unsubscribe(self, ctx: Ctx, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
         self.subscribed.discard(str(params.uri))
         return types.EmptyResult()
+
+    # --- completion ---------------------------------------------------------
+
+    async def complete(self, ctx: Ctx, params: types.CompleteRequestParams) -> types.CompleteResult:
+        """`language` of the generate-code prompt and `item` of the item template."""
+        ref, argument = params.ref, params.argument
+        if (
+            isinstance(ref, types.PromptReference)
+            and ref.name == "generate-code"
+            and argument.name == "language"
+        ):
+            known = ["python", "perl", "php", "rust"]
+        elif isinstance(ref, types.ResourceTemplateReference) and ref.uri == ITEM_TEMPLATE_PREFIX + "{item}":
+            known = ["apple", "apricot", "banana"]
+        else:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"nothing to complete for {ref}")
+        values = [value for value in known if value.startswith(argument.value)]
+        return types.CompleteResult(completion=types.Completion(values=values, total=len(values)))
 
     # --- prompts ------------------------------------------------------------
 
