@@ -191,16 +191,21 @@ class Handlers:
     async def _subscribe(
         self, ctx: RequestContext, params: types.SubscribeRequestParams
     ) -> types.EmptyResult:
-        await self._set_subscription(str(params.uri), True)
+        await self.set_subscription(str(params.uri), True)
         return types.EmptyResult()
 
     async def _unsubscribe(
         self, ctx: RequestContext, params: types.UnsubscribeRequestParams
     ) -> types.EmptyResult:
-        await self._set_subscription(str(params.uri), False)
+        await self.set_subscription(str(params.uri), False)
         return types.EmptyResult()
 
-    async def _set_subscription(self, uri: str, on: bool) -> None:
+    async def set_subscription(self, uri: str, on: bool) -> None:
+        """Follow (or stop following) the resource `uri`, as the client named it.
+
+        Raises:
+            RpcError: no backend owns it, or its backend refused.
+        """
         target = await self._resource_owner(uri)
 
         def subscribe(reply: Reply[None]) -> msgs.BackendRequest:

@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import attrs
+import structlog
+import trio
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.session import ServerSession as SdkSession
@@ -39,9 +41,12 @@ from assern.actors.listener.context import ASK, RequestContext, RequestId, Sessi
 from assern.actors.listener.handshake import SERVER_VERSION
 from assern.actors.listener.sdk_streams import message_streams
 
+log = structlog.get_logger()
+
 if TYPE_CHECKING:
     import mcp_types as types
     from mcp.server.models import InitializationOptions
+    from mcp_types import SubscriptionsListenRequestParams
 
     from assern.actors.listener.jsonl import SendRaw
     from assern.actors.listener.protocol import Handler, Method
@@ -129,8 +134,57 @@ class BusEvents:
         await self.bus.publish(ResourceUpdated(uri=uri))
 
 
+#: Subscribe (True) or unsubscribe (False) the connection to a resource, as the client
+#: named it (handlers.Handlers.set_subscription).
+Subscriber = Callable[[str, bool], Awaitable[None]]
+
+
+class SubscribingListen:
+    """`subscriptions/listen` that also subscribes to the resources its filter names.
+
+    The 2026-07-28 revision has no `resources/subscribe`: a client lists the URIs it
+    follows in its listen request. Each one is subscribed at its backend when the first
+    open stream names it and unsubscribed when the last such stream ends; updates then
+    reach the connection's bus like any other change. A URI no backend owns is honoured
+    and never fires, as the SDK does for its own resources.
+    """
+
+    def __init__(self, bus: InMemorySubscriptionBus, subscribe: Subscriber) -> None:
+        self._listen = ListenHandler(bus)
+        self._subscribe = subscribe
+        self._streams: dict[str, int] = {}
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
+    ) -> Any:
+        uris = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        held: list[str] = []
+        try:
+            for uri in uris:
+                if self._streams.get(uri, 0) == 0 and not await self._set(uri, True):
+                    continue
+                self._streams[uri] = self._streams.get(uri, 0) + 1
+                held.append(uri)
+            return await self._listen(ctx, params)
+        finally:
+            with trio.CancelScope(shield=True):  # the stream ended or was cancelled: let go
+                for uri in held:
+                    self._streams[uri] -= 1
+                    if self._streams[uri] == 0:
+                        del self._streams[uri]
+                        await self._set(uri, False)
+
+    async def _set(self, uri: str, on: bool) -> bool:
+        try:
+            await self._subscribe(uri, on)
+        except RpcError as exc:
+            log.debug("listen_subscription_not_followed", uri=uri, subscribe=on, error=exc.message)
+            return False
+        return True
+
+
 def build_server(
-    methods: Mapping[str, Method], shared: SessionContext, bus: InMemorySubscriptionBus
+    methods: Mapping[str, Method], shared: SessionContext, bus: InMemorySubscriptionBus, subscribe: Subscriber
 ) -> Server[Any]:
     """The SDK server for one connection, with that connection's handlers."""
     handlers = {_SERVER_ARGUMENTS[name]: sdk_handler(method.handler) for name, method in methods.items()}
@@ -141,7 +195,7 @@ def build_server(
             shared.server_name,
             version=SERVER_VERSION,
             instructions=shared.instructions,
-            on_subscriptions_listen=ListenHandler(bus),
+            on_subscriptions_listen=SubscribingListen(bus, subscribe),
             **handlers,
         )
     server.middleware = []  # nothing around the handlers (no tracing spans either)
@@ -151,12 +205,13 @@ def build_server(
 class ModernServer:
     """The SDK server of one 2026-07-28 connection, and where its change events go."""
 
-    def __init__(self, methods: Mapping[str, Method], shared: SessionContext) -> None:
+    def __init__(self, methods: Mapping[str, Method], shared: SessionContext, subscribe: Subscriber) -> None:
         """`methods`: the connection's handlers by method name; `shared`: what every
-        connection shares (the catalog, the backends)."""
+        connection shares (the catalog, the backends); `subscribe`: how the connection
+        follows a resource."""
         bus = InMemorySubscriptionBus()
         self.events = BusEvents(bus)
-        self.server = build_server(methods, shared, bus)
+        self.server = build_server(methods, shared, bus, subscribe)
 
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options(

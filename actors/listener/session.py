@@ -142,7 +142,7 @@ class ClientConnection:
             if opening is not None and opens_modern(opening[1]):
                 from assern.actors.listener.modern import ModernServer
 
-                modern = ModernServer(self.methods(), self.shared)
+                modern = ModernServer(self.methods(), self.shared, self.handlers.set_subscription)
                 self._events = modern.events
                 await modern.serve([message for _, message in [*lead, opening]], reader, out)
                 return

@@ -124,7 +124,7 @@ async def sdk_answers(shared: SessionContext, sent: list[bytes], count: int) -> 
     client_send, server_receive = trio.testing.memory_stream_one_way_pair()
     server_send, client_receive = trio.testing.memory_stream_one_way_pair()
     connection = ClientConnection("stdio-1", shared)
-    modern = ModernServer(connection.methods(), connection.shared)
+    modern = ModernServer(connection.methods(), connection.shared, connection.handlers.set_subscription)
     options = modern.initialization_options()
     options.capabilities = connection.capabilities()
     answers = []

@@ -14,10 +14,17 @@ from content import text_in
 from harness import AssernEnv, server_table
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
 
 pytestmark = pytest.mark.e2e
 
 README = "file:///tmp/assern-test/readme.txt"
+
+
+async def subscribed(client: Client, server: str) -> str:
+    """What `server` says it is subscribed to, one URI a line."""
+    result = await client.call_tool(f"{server}_subscribed", {})
+    return text_in(result.content[0]) if result.content else ""
 
 
 def hybrid(*servers: str) -> str:
@@ -142,3 +149,30 @@ async def test_prefix_naming_keeps_the_original_rule_and_completes_through_it(
                 {"name": "item", "value": "apr"},
             )
             assert done.completion.values == ["apricot"]
+
+
+async def test_a_2026_client_follows_resources_through_its_listen_stream(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """That revision has no resources/subscribe: the listen request names the URIs."""
+    config = write_config(hybrid("alpha", "beta"))
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="2026-07-28") as client:
+            assert client.protocol_version == "2026-07-28"
+            await client.list_resources()
+            followed = ["test://info", "assern://beta/test://info", "test://nowhere-listed"]
+            async with client.listen(resource_subscriptions=followed) as stream:
+                assert await subscribed(client, "alpha") == "test://info"
+                await client.call_tool("alpha_update_resource", {"uri": "test://info"})
+                event = await stream.__anext__()
+                assert isinstance(event, ResourceUpdated)
+                assert event.uri == "test://info"
+                await client.call_tool("beta_update_resource", {"uri": "test://info"})
+                event = await stream.__anext__()
+                assert isinstance(event, ResourceUpdated)
+                assert event.uri == "assern://beta/test://info"
+            # The stream is closed: the backends were told to stop sending updates.
+            for server in ("alpha", "beta"):
+                with trio.fail_after(10):
+                    while await subscribed(client, server):  # noqa: ASYNC110 - another process, polled
+                        await trio.sleep(0.05)

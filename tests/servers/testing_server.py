@@ -33,6 +33,7 @@ Tools (results are a single text content block):
                              connections and answer "input required" on 2026-07-28 ones)
     log(level, message)   -> sends a notifications/message log entry, then "logged"
     update_resource(uri)  -> sends notifications/resources/updated for `uri`, then "updated"
+    subscribed()          -> the URIs subscribed to (resources/subscribe), one a line
     big(n)                -> a text of exactly `n` bytes ("xxx…")
     get_meta()            -> the request's `_meta` as JSON, without its progress token
 
@@ -286,6 +287,7 @@ class TestingServer:
                 {"uri": "string"},
                 self.update_resource,
             ),
+            ToolDef("subscribed", "The URIs a client subscribed to, one a line.", {}, self.subscribed_uris),
             ToolDef("big", "Return a text of exactly `n` bytes.", {"n": "integer"}, self.big),
         ]
 
@@ -432,6 +434,9 @@ class TestingServer:
         elif uri in self.subscribed:
             await ctx.session.send_resource_updated(uri)
         return "updated"
+
+    async def subscribed_uris(self, ctx: Ctx) -> str:
+        return "\n".join(sorted(self.subscribed))
 
     async def big(self, ctx: Ctx, n: int) -> str:
         return "x" * n

@@ -138,11 +138,15 @@ async def test_our_client_serves_a_legacy_stdio_backend_end_to_end() -> None:
             greeting = await session.get_prompt("greet", {"who": "Ada"})
             assert isinstance(greeting.messages[0].content, types.TextContent)
             assert greeting.messages[0].content.text == "Hello, Ada!"
-            with pytest.raises(RpcError) as no_completion:
+            completed = await session.complete(
+                types.PromptReference(name="generate-code"), {"name": "language", "value": "p"}, None
+            )
+            assert completed.completion.values == ["python", "perl", "php"]
+            with pytest.raises(RpcError) as no_completion:  # the server's own refusal, passed on
                 await session.complete(
                     types.PromptReference(name="greet"), {"name": "who", "value": "A"}, None
                 )
-            assert no_completion.value.code == types.METHOD_NOT_FOUND
+            assert no_completion.value.code == types.INVALID_PARAMS
             with pytest.raises(RpcError, match="Unknown resource"):
                 await session.read_resource("test://nope")
 
