@@ -300,7 +300,8 @@ class BackendActor:
             "prompts_list_changed": pinned or bool(caps.prompts and caps.prompts.list_changed),
             "resources_list_changed": pinned or bool(caps.resources and caps.resources.list_changed),
         }
-        if not any(wanted.values()):
+        follows_resources = pinned or bool(caps.resources and caps.resources.subscribe)
+        if not any(wanted.values()) and not follows_resources:
             return
         try:
             await session.listen(

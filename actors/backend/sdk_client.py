@@ -27,7 +27,12 @@ import trio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
+from mcp.shared.subscriptions import (
+    PromptsListChanged,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from assern.actors.backend.forward import ForwardLost
@@ -63,10 +68,17 @@ def sdk_errors() -> Iterator[None]:
 class SdkSession:
     """A `BackendSession` over an entered SDK `Client`."""
 
+    #: How long a 2026-07-28 subscription waits for the re-opened stream's acknowledgement.
+    RELISTEN_TIMEOUT = 10.0
+
     def __init__(self, client: Client, hooks: SessionHooks) -> None:
         self._client = client
         self._session = client.session
         self._hooks = hooks
+        #: 2026-07-28: the resources our clients follow, named in our listen stream
+        self._followed: set[str] = set()
+        self._relisten: trio.CancelScope | None = None
+        self._listening = trio.Event()
 
     @property
     def protocol_version(self) -> str | None:
@@ -132,12 +144,34 @@ class SdkSession:
             return await self._session.complete(ref, argument, context_arguments)
 
     async def subscribe_resource(self, uri: str) -> None:
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self._follow(uri, True)
+            return
         with sdk_errors():
             await self._session.subscribe_resource(uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            await self._follow(uri, False)
+            return
         with sdk_errors():
             await self._session.unsubscribe_resource(uri)
+
+    async def _follow(self, uri: str, on: bool) -> None:
+        """2026-07-28 has no resources/subscribe: re-open our listen stream with the new set
+        of URIs and return once the backend acknowledged it."""
+        if (uri in self._followed) == on:
+            return
+        if on:
+            self._followed.add(uri)
+        else:
+            self._followed.discard(uri)
+        if self._relisten is None:
+            return  # no stream yet: the first one names every followed URI
+        self._listening = trio.Event()
+        self._relisten.cancel()
+        with trio.move_on_after(self.RELISTEN_TIMEOUT):
+            await self._listening.wait()
 
     async def set_logging_level(self, level: types.LoggingLevel) -> None:
         with sdk_errors():
@@ -148,13 +182,28 @@ class SdkSession:
             await self._client.send_ping()
 
     async def listen(self, *, tools: bool, prompts: bool, resources: bool) -> None:
-        with sdk_errors():
-            async with self._client.listen(
-                tools_list_changed=tools, prompts_list_changed=prompts, resources_list_changed=resources
-            ) as subscription:
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged | PromptsListChanged | ResourcesListChanged):
-                        self._hooks.list_changed()
+        """Follow a 2026-07-28 backend's list changes and the resources our clients follow,
+        re-opening the stream whenever that set of resources changes."""
+        while True:
+            with trio.CancelScope() as scope:
+                self._relisten = scope
+                with sdk_errors():
+                    async with self._client.listen(
+                        tools_list_changed=tools,
+                        prompts_list_changed=prompts,
+                        resources_list_changed=resources,
+                        resource_subscriptions=sorted(self._followed),
+                    ) as subscription:
+                        self._listening.set()
+                        # Updates of followed resources reach `_Callbacks.message` as the
+                        # SDK delivers every listen frame there too; only list changes here.
+                        async for event in subscription:
+                            if isinstance(
+                                event, ToolsListChanged | PromptsListChanged | ResourcesListChanged
+                            ):
+                                self._hooks.list_changed()
+                return  # the backend ended the stream
+            self._relisten = None  # cancelled by `_follow`: open it again with the new set
 
 
 def _page(cursor: str | None) -> types.PaginatedRequestParams | None:

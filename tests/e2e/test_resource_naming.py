@@ -176,3 +176,29 @@ async def test_a_2026_client_follows_resources_through_its_listen_stream(
                 with trio.fail_after(10):
                     while await subscribed(client, server):  # noqa: ASYNC110 - another process, polled
                         await trio.sleep(0.05)
+
+
+async def test_a_2026_backends_resource_updates_reach_subscribed_clients(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """A backend on 2026-07-28 has no resources/subscribe: assern names the followed URIs
+    in its own listen stream to that backend, and relays what arrives on it."""
+    config = write_config(server_table("modern", "--modern-only") + 'protocol = "2026-07-28"\n')
+    send, receive = trio.open_memory_channel[str](100)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            send.send_nowait(str(message.params.uri))
+
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="legacy", message_handler=on_message) as client:
+            await client.list_resources()
+            await client.subscribe_resource("assern://modern/test://info")
+            await client.call_tool("modern_update_resource", {"uri": "test://info"})
+            assert await receive.receive() == "assern://modern/test://info"
+            await client.call_tool("modern_update_resource", {"uri": "file:///tmp/assern-test/readme.txt"})
+            await client.unsubscribe_resource("assern://modern/test://info")
+            await client.subscribe_resource(f"assern://modern/{README}")
+            await client.call_tool("modern_update_resource", {"uri": "test://info"})
+            await client.call_tool("modern_update_resource", {"uri": README})
+            assert await receive.receive() == f"assern://modern/{README}"  # nothing else came before
