@@ -2,11 +2,11 @@
 
 The bytes are not parsed: every request, response, notification, cancellation and
 server-to-client request passes both ways unchanged, so the client cannot tell a proxy
-from the primary. No tree and no backend runs in a proxy, and nothing heavy is imported:
-a proxy is Python, a socket and two threads of copying (about 11 MB). The quick path
-(app/quick.py) runs it in-process; a start that went through the full election first
-replaces itself with `python -m assern.app.bridge` (`exec_bridge`) to shed what the
-election imported.
+from the primary. No tree and no backend runs in a proxy, and nothing but the standard
+library is imported: a proxy is Python, a socket and two threads of copying (about
+11 MB). Whichever way a start found its primary (the quick path of app/quick.py or the
+full election of app/cli.py), it replaces itself with this file run by a bare
+interpreter (`exec_bridge`), so what the start imported is shed.
 
 How a proxy ends:
 
@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 CHUNK = 65536
 #: After our client closed stdin, how long the primary may take to finish and hang up.
 DRAIN_TIMEOUT = 5.0
+#: supervisor/io/logs.py's file and line format, written again here: this file may import
+#: nothing of assern (it runs under `python -I -S`).
 LOG_FILE = "assern.log"
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -35,7 +35,7 @@ import re
 import stat
 import sys
 
-from assern.actors.config.home import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG, LOCAL_DIR, ORIGINAL_SERVERS_FILE
+from assern.actors.config.home import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG, ORIGINAL_SERVERS_FILE
 from assern.actors.identity import __version__
 
 try:  # the builtin module hashlib wraps: importing hashlib would map OpenSSL (~4 MB)
@@ -136,19 +136,19 @@ def env_digest(names: Iterable[str], environ: Mapping[str, str]) -> str:
 
 
 def watched_paths(config: ResolvedConfig, *, cwd: str, assern_home: Path, args: Sequence[str]) -> list[str]:
-    """Every file whose creation, change or removal could change the resolution."""
+    """Every file whose creation, change or removal could change the resolution: the
+    resolution's own files and potential files, plus what they leave out (the original
+    layout's files, a project root appearing between the working folder and the root)."""
     from pathlib import Path
+
+    from assern.actors.config.project import local_files, local_root_search
 
     paths = [*map(str, config.files), *map(str, config.potential_files)]
     paths += [str(assern_home / name) for name in (".env", GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG)]
     global_file = _option(args, "--config")
     global_dir = Path(cwd, global_file).parent if global_file else assern_home
     paths.append(str(global_dir / ORIGINAL_SERVERS_FILE))
-    for folder in (Path(cwd), *Path(cwd).parents):  # as find_local_root looks
-        candidates = [str(folder / LOCAL_DIR / "config.toml"), str(folder / LOCAL_DIR / ".env")]
-        paths += candidates
-        if any(signature(path) is not None for path in candidates):
-            break
+    paths += [str(path) for folder in local_root_search(Path(cwd)) for path in local_files(folder)]
     return list(dict.fromkeys(paths))
 
 

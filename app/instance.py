@@ -34,16 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from assern.app.instance_lock import NO_SHARING_VAR as NO_SHARING_VAR
 from assern.app.instance_lock import InstanceError as InstanceError
 from assern.app.instance_lock import InstanceLock as InstanceLock
+from assern.app.instance_lock import sharing_enabled as sharing_enabled
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from assern.actors.config.spec import ResolvedConfig, ServerSpec
 
-#: The environment variable that turns instance sharing off (any value but "" and "0").
-NO_SHARING_VAR = "ASSERN_NO_INSTANCE_SHARING"
 HOME_STEM = "assern"
 MAX_STEM = 32
 HASH_CHARS = 12
@@ -52,11 +52,6 @@ CONTROL_SUFFIX = ".ctl"
 LOCK_SUFFIX = ".lock"
 #: The longest socket file name a slot can have: a full stem, a dash and a hash.
 LONGEST_NAME = "x" * (MAX_STEM + 1 + HASH_CHARS) + MCP_SUFFIX
-
-
-def sharing_enabled(environ: Mapping[str, str]) -> bool:
-    """Whether `ASSERN_NO_INSTANCE_SHARING` leaves sharing on."""
-    return environ.get(NO_SHARING_VAR, "").strip() in ("", "0")
 
 
 # ---------------------------------------------------------------- identity

@@ -1,5 +1,6 @@
 """The instance lock: an exclusive `flock` beside the sockets, so that racing starts elect
-exactly one primary and a retiring primary never withdraws under a start that found it.
+exactly one primary and a retiring primary never withdraws under a start that found it;
+and the switch that turns instance sharing off.
 
 Standard library only (trio is imported by `hold` alone): the quick proxy path
 (app/quick.py) takes it before anything heavy is imported.
@@ -16,8 +17,17 @@ import time
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
     from pathlib import Path
+
+
+#: The environment variable that turns instance sharing off (any value but "" and "0").
+NO_SHARING_VAR = "ASSERN_NO_INSTANCE_SHARING"
+
+
+def sharing_enabled(environ: Mapping[str, str]) -> bool:
+    """Whether `ASSERN_NO_INSTANCE_SHARING` leaves sharing on."""
+    return environ.get(NO_SHARING_VAR, "").strip() in ("", "0")
 
 
 class InstanceError(Exception):

@@ -5,22 +5,22 @@
 arguments, folder, files and variables, resolved to that primary's configuration before,
 we take the instance lock, check that the primary still answers `hello` with the hint's
 fingerprint, connect to its MCP socket and become the bridge (app/bridge.py): no
-configuration is parsed and nothing beyond the standard library is imported. Anything else (no hint, a changed
-file or variable, a primary that is gone or reloaded into another configuration, a held
-lock) takes the full path of app/cli.py, which elects and writes a fresh hint.
+configuration is parsed and nothing beyond the standard library is imported. Anything
+else (no hint, a changed file or variable, a primary that is gone or reloaded into
+another configuration, a lock held too long) takes the full path of app/cli.py, which
+elects and writes a fresh hint.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-import time
 
 from assern.actors.config.home import assern_home_folder
 from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
 from assern.app.hint import config_environ, hint_file, hint_key, serve_arguments, valid_hint
-from assern.app.instance_lock import InstanceLock
+from assern.app.instance_lock import InstanceError, InstanceLock, sharing_enabled
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see the README's figures)
 if TYPE_CHECKING:
@@ -31,18 +31,13 @@ if TYPE_CHECKING:
 #: How long the quick path waits for the lock and for `hello` before it gives up.
 LOCK_WAIT = 2.0
 HELLO_TIMEOUT = 10.0
-NO_SHARING_VAR = "ASSERN_NO_INSTANCE_SHARING"
 
 
 def _lock(path: str) -> InstanceLock | None:
     lock = InstanceLock(path)  # type: ignore[arg-type]  # a str serves: no pathlib here
-    deadline = time.monotonic() + LOCK_WAIT
     try:
-        while not lock.try_acquire():
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.005)
-    except OSError:
+        lock.acquire(LOCK_WAIT)
+    except (InstanceError, OSError):
         return None
     return lock
 
@@ -66,7 +61,7 @@ def _connect(hint: Mapping[str, Any]) -> socket.socket | None:
 def quick_proxy(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> int | None:
     """Proxy through a valid hint and return the exit status; None to take the full path."""
     args = serve_arguments(argv)
-    if args is None or environ.get(NO_SHARING_VAR, "").strip() not in ("", "0"):
+    if args is None or not sharing_enabled(environ):
         return None
     env = config_environ(environ)
     key = hint_key(args, cwd, env)

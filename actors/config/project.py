@@ -139,6 +139,22 @@ def detect_project(
     return ProjectMatch(name=None, source="none")
 
 
+def local_files(folder: Path) -> tuple[Path, Path]:
+    """The files that make `folder` a project root: `.assern/config.toml` and `.assern/.env`."""
+    local = folder / LOCAL_DIR
+    return local / "config.toml", local / ".env"
+
+
+def local_root_search(cwd: Path) -> list[Path]:
+    """The folders `find_local_root` looks at, nearest first, up to the one it finds."""
+    searched = []
+    for folder in (cwd, *cwd.parents):
+        searched.append(folder)
+        if any(path.is_file() for path in local_files(folder)):
+            break
+    return searched
+
+
 def find_local_root(cwd: Path) -> Path | None:
     """The nearest folder, `cwd` or a parent, whose `.assern/` holds config.toml or .env.
 
@@ -148,8 +164,5 @@ def find_local_root(cwd: Path) -> Path | None:
     Returns:
         That folder (the project root), or None when there is none up to `/`.
     """
-    for folder in (cwd, *cwd.parents):
-        local = folder / LOCAL_DIR
-        if (local / "config.toml").is_file() or (local / ".env").is_file():
-            return folder
-    return None
+    last = local_root_search(cwd)[-1]
+    return last if any(path.is_file() for path in local_files(last)) else None

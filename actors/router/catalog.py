@@ -141,6 +141,7 @@ def build_catalog(
     prompts: dict[str, PromptRoute] = {}
     resources: dict[str, ResourceRoute] = {}
     templates: list[TemplateRoute] = []
+    natural_templates: set[str] = set()
 
     for listing in listings:
         server = listing.server
@@ -181,8 +182,10 @@ def build_catalog(
         for template in listing.templates:
             uri_template = template.uri_template
             natural = mode == "hybrid" and not uri_template.startswith(naming.RESOURCE_SCHEME)
-            if not natural or any(t.uri_template == uri_template for t in templates):
+            if not natural or uri_template in natural_templates:
                 uri_template = naming.resource_uri(server, uri_template)
+            else:
+                natural_templates.add(uri_template)
             templates.append(
                 TemplateRoute(
                     uri_template=uri_template,
