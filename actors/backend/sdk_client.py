@@ -113,26 +113,24 @@ class SdkSession:
         progress: ProgressSink | None = None,
     ) -> types.CallToolResult:
         with sdk_errors():
-            # With allow_input_required the SDK may also return an InputRequiredResult, which
-            # the session's callers treat as any other result; its `meta` is typed as the
-            # SDK's RequestParamsMeta TypedDict, and the client's own `_meta` dict is passed
-            # through as it came.
-            return await self._session.call_tool(  # type: ignore[return-value]
+            # The client drives a 2026-07-28 backend's `input_required` rounds: each input
+            # request goes to its callbacks, which ask the call's origin (`_ask`), and the
+            # call is retried with the answers. `meta` is typed as the SDK's
+            # RequestParamsMeta TypedDict; the client's own `_meta` dict passes as it came.
+            return await self._client.call_tool(
                 name,
                 arguments,
                 progress_callback=progress,
                 meta=meta,  # type: ignore[arg-type]
-                allow_input_required=True,
-                allow_claimed=True,
             )
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         with sdk_errors():
-            return await self._session.read_resource(uri)
+            return await self._client.read_resource(uri, cache_mode="bypass")
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
         with sdk_errors():
-            return await self._session.get_prompt(name, arguments)
+            return await self._client.get_prompt(name, arguments)
 
     async def complete(
         self,

@@ -39,6 +39,7 @@ from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, to_sdk
 from assern.actors.listener.context import ASK, RequestContext, RequestId, SessionContext
 from assern.actors.listener.handshake import SERVER_VERSION
+from assern.actors.listener.round_trips import ROUND_TRIP_METHODS, RoundTrips
 from assern.actors.listener.sdk_streams import message_streams
 
 log = structlog.get_logger()
@@ -184,10 +185,23 @@ class SubscribingListen:
 
 
 def build_server(
-    methods: Mapping[str, Method], shared: SessionContext, bus: InMemorySubscriptionBus, subscribe: Subscriber
+    methods: Mapping[str, Method],
+    shared: SessionContext,
+    bus: InMemorySubscriptionBus,
+    subscribe: Subscriber,
+    round_trips: RoundTrips,
 ) -> Server[Any]:
-    """The SDK server for one connection, with that connection's handlers."""
-    handlers = {_SERVER_ARGUMENTS[name]: sdk_handler(method.handler) for name, method in methods.items()}
+    """The SDK server for one connection, with that connection's handlers.
+
+    The requests that may need the client's input (`ROUND_TRIP_METHODS`) answer a
+    backend's request during them with `input_required` rounds (round_trips.py).
+    """
+    handlers = {
+        _SERVER_ARGUMENTS[name]: sdk_handler(
+            round_trips.wrap(name, method.handler) if name in ROUND_TRIP_METHODS else method.handler
+        )
+        for name, method in methods.items()
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # logging/setLevel is deprecated in 2026-07-28
         # The handlers' keyword names come from the method table, which mypy cannot follow.
@@ -205,13 +219,16 @@ def build_server(
 class ModernServer:
     """The SDK server of one 2026-07-28 connection, and where its change events go."""
 
-    def __init__(self, methods: Mapping[str, Method], shared: SessionContext, subscribe: Subscriber) -> None:
+    def __init__(
+        self, methods: Mapping[str, Method], shared: SessionContext, subscribe: Subscriber, nursery: trio.Nursery
+    ) -> None:
         """`methods`: the connection's handlers by method name; `shared`: what every
         connection shares (the catalog, the backends); `subscribe`: how the connection
-        follows a resource."""
+        follows a resource; `nursery`: where its calls run between input rounds."""
         bus = InMemorySubscriptionBus()
         self.events = BusEvents(bus)
-        self.server = build_server(methods, shared, bus, subscribe)
+        self.round_trips = RoundTrips(nursery)
+        self.server = build_server(methods, shared, bus, subscribe, self.round_trips)
 
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options(

@@ -142,7 +142,8 @@ class ClientConnection:
             if opening is not None and opens_modern(opening[1]):
                 from assern.actors.listener.modern import ModernServer
 
-                modern = ModernServer(self.methods(), self.shared, self.handlers.set_subscription)
+                assert self._nursery is not None
+                modern = ModernServer(self.methods(), self.shared, self.handlers.set_subscription, self._nursery)
                 self._events = modern.events
                 await modern.serve([message for _, message in [*lead, opening]], reader, out)
                 return

@@ -124,12 +124,13 @@ async def sdk_answers(shared: SessionContext, sent: list[bytes], count: int) -> 
     client_send, server_receive = trio.testing.memory_stream_one_way_pair()
     server_send, client_receive = trio.testing.memory_stream_one_way_pair()
     connection = ClientConnection("stdio-1", shared)
-    modern = ModernServer(connection.methods(), connection.shared, connection.handlers.set_subscription)
-    options = modern.initialization_options()
-    options.capabilities = connection.capabilities()
     answers = []
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
+            subscribe = connection.handlers.set_subscription
+            modern = ModernServer(connection.methods(), connection.shared, subscribe, nursery)
+            options = modern.initialization_options()
+            options.capabilities = connection.capabilities()
 
             async def serve() -> None:
                 out = DirectWriter(server_send)

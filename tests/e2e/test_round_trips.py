@@ -1,0 +1,134 @@
+"""A backend's sampling, elicitation and roots requests during a call reach the client that
+made it, whichever era each side speaks: as requests for a handshake-era client, as
+`input_required` rounds (MRTR) for a 2026-07-28 one. The official client, real test servers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from content import text_in
+from harness import AssernEnv, server_table
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+pytestmark = pytest.mark.e2e
+
+BACKENDS = {
+    "handshake": server_table("alpha"),
+    "2026-07-28": server_table("alpha", "--modern-only") + 'protocol = "2026-07-28"\n',
+}
+
+
+def text_of(result: types.CallToolResult) -> str:
+    return text_in(result.content[0])
+
+
+async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    [message] = params.messages
+    answer = types.TextContent(text=f"sampled: {text_in(message.content)}")
+    return types.CreateMessageResult(role="assistant", content=answer, model="test-model")
+
+
+async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    assert isinstance(params, types.ElicitRequestFormParams)
+    return types.ElicitResult(action="accept", content={"answer": f"yes to {params.message}"})
+
+
+async def roots(context: Any) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root.model_validate({"uri": "file:///tmp/project"})])
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_server_to_client_requests_reach_the_calling_client_in_every_era(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, backend: str
+) -> None:
+    config = write_config(BACKENDS[backend])
+    with trio.fail_after(60):
+        async with Client(
+            assern_env.serve(config),
+            mode=mode,
+            sampling_callback=sample,
+            elicitation_callback=elicit,
+            list_roots_callback=roots,
+        ) as client:
+            assert client.protocol_version == ("2026-07-28" if mode != "legacy" else client.protocol_version)
+            sampled = await client.call_tool("alpha_ask_sampling", {"prompt": "what is 2+2?"})
+            assert text_of(sampled) == "sampled: what is 2+2?"
+            elicited = await client.call_tool("alpha_ask_elicitation", {"message": "proceed?"})
+            assert text_of(elicited) == "accept: yes to proceed?"
+            assert text_of(await client.call_tool("alpha_ask_roots", {})) == "file:///tmp/project"
+
+
+async def test_input_rounds_by_hand_bind_the_state_to_its_request(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """The rounds a 2026-07-28 client drives itself: a state is good for one retry of the
+    very request that got it; anything else is refused and loses nothing."""
+    config = write_config(BACKENDS["handshake"])
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="2026-07-28") as client:
+            session = client.session
+            first = await session.call_tool("alpha_ask_sampling", {"prompt": "hi"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            assert first.input_requests is not None
+            assert first.request_state is not None
+            [(key, asked)] = first.input_requests.items()
+            assert isinstance(asked, types.CreateMessageRequest)
+            assert text_in(asked.params.messages[0].content) == "hi"
+            answer = types.CreateMessageResult(
+                role="assistant", content=types.TextContent(text="by hand"), model="test-model"
+            )
+
+            # A forged state, and the right state on another request, are refused...
+            with pytest.raises(MCPError, match="unknown or expired"):
+                await session.call_tool(
+                    "alpha_ask_sampling",
+                    {"prompt": "hi"},
+                    input_responses={key: answer},
+                    request_state="forged",
+                    allow_input_required=True,
+                )
+            with pytest.raises(MCPError, match="another request"):
+                await session.call_tool(
+                    "alpha_ask_sampling",
+                    {"prompt": "something else"},
+                    input_responses={key: answer},
+                    request_state=first.request_state,
+                    allow_input_required=True,
+                )
+            # ...and a retry without the answer is asked again, with a fresh state.
+            again = await session.call_tool(
+                "alpha_ask_sampling", {"prompt": "hi"}, request_state=first.request_state, allow_input_required=True
+            )
+            assert isinstance(again, types.InputRequiredResult)
+            assert again.input_requests is not None
+            assert list(again.input_requests) == [key]
+            assert again.request_state not in (None, first.request_state)
+
+            # The rightful retry finishes the call that waited all along.
+            done = await session.call_tool(
+                "alpha_ask_sampling",
+                {"prompt": "hi"},
+                input_responses={key: answer},
+                request_state=again.request_state,
+                allow_input_required=True,
+            )
+            assert isinstance(done, types.CallToolResult)
+            assert text_of(done) == "by hand"
+
+            # A state is good once.
+            with pytest.raises(MCPError, match="unknown or expired"):
+                await session.call_tool(
+                    "alpha_ask_sampling",
+                    {"prompt": "hi"},
+                    input_responses={key: answer},
+                    request_state=again.request_state,
+                    allow_input_required=True,
+                )
+            assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"
