@@ -220,7 +220,11 @@ class ModernServer:
     """The SDK server of one 2026-07-28 connection, and where its change events go."""
 
     def __init__(
-        self, methods: Mapping[str, Method], shared: SessionContext, subscribe: Subscriber, nursery: trio.Nursery
+        self,
+        methods: Mapping[str, Method],
+        shared: SessionContext,
+        subscribe: Subscriber,
+        nursery: trio.Nursery,
     ) -> None:
         """`methods`: the connection's handlers by method name; `shared`: what every
         connection shares (the catalog, the backends); `subscribe`: how the connection

@@ -143,7 +143,9 @@ class ClientConnection:
                 from assern.actors.listener.modern import ModernServer
 
                 assert self._nursery is not None
-                modern = ModernServer(self.methods(), self.shared, self.handlers.set_subscription, self._nursery)
+                modern = ModernServer(
+                    self.methods(), self.shared, self.handlers.set_subscription, self._nursery
+                )
                 self._events = modern.events
                 await modern.serve([message for _, message in [*lead, opening]], reader, out)
                 return

@@ -104,7 +104,10 @@ async def test_input_rounds_by_hand_bind_the_state_to_its_request(
                 )
             # ...and a retry without the answer is asked again, with a fresh state.
             again = await session.call_tool(
-                "alpha_ask_sampling", {"prompt": "hi"}, request_state=first.request_state, allow_input_required=True
+                "alpha_ask_sampling",
+                {"prompt": "hi"},
+                request_state=first.request_state,
+                allow_input_required=True,
             )
             assert isinstance(again, types.InputRequiredResult)
             assert again.input_requests is not None

@@ -1,0 +1,345 @@
+"""The tool search index: BM25F over each tool's fields, updated one server at a time.
+
+Each tool is a document with separately weighted fields (`FIELDS`): its own name split
+into words, its description, its parameters' names and descriptions, the server's
+name and the server's `instructions`. A term's frequencies in the fields are combined
+with each field's weight and length normalisation before the BM25 saturation (BM25F,
+Robertson & Zaragoza 2009), so a word in a tool's name counts more than the same word
+deep in a long description, and one long description cannot drown the rest.
+
+An index is an immutable snapshot made of one `Segment` per server. `updated` builds the
+next snapshot from the previous one, analysing only the servers whose tools changed
+(a restart or a `list_changed` of one backend re-reads one segment; the document
+frequencies are adjusted by difference). Scores are computed per term on first use and
+kept with the snapshot, so repeated queries cost a few dictionary walks.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import mcp_types as types
+
+from assern.actors.search.text import SYNONYM_WEIGHT, Analyzer
+
+FIELDS = ("name", "description", "parameters", "server", "instructions")
+
+
+@attrs.frozen
+class FieldWeights:
+    """How much a term counts in each field (the defaults were tuned on ops/bench/search)."""
+
+    name: float = 3.0
+    description: float = 1.0
+    parameters: float = 0.8
+    server: float = 1.5
+    instructions: float = 0.2
+
+    def as_tuple(self) -> tuple[float, ...]:
+        return (self.name, self.description, self.parameters, self.server, self.instructions)
+
+
+#: length normalisation per field (0: none; names are short and all alike)
+_B = (0.3, 0.75, 0.75, 0.0, 0.0)
+_K1 = 1.2
+
+
+@attrs.frozen
+class SegmentInput:
+    """One server's tools as the index takes them: equal inputs reuse the segment.
+
+    `tools` holds (exposed name, the backend's own name, the tool as the backend listed
+    it); the backend's own objects are kept between rebuilds, so an unchanged server
+    compares equal by identity at once.
+    """
+
+    server: str
+    tools: tuple[tuple[str, str, types.Tool], ...]
+    instructions: str | None = None
+
+
+@attrs.frozen(eq=False)
+class Doc:
+    """One tool in the index."""
+
+    name: str
+    server: str
+    tool: str
+    lengths: tuple[int, ...]
+
+
+@attrs.frozen(eq=False)
+class Segment:
+    """The analysed tools of one server."""
+
+    source: SegmentInput
+    docs: tuple[Doc, ...]
+    #: term -> (doc, its frequency in each field) for every doc that has it
+    postings: Mapping[str, tuple[tuple[Doc, tuple[int, ...]], ...]]
+    #: the sum of each field's length over the docs
+    lengths: tuple[int, ...]
+
+
+def parameter_texts(schema: Mapping[str, Any] | None) -> list[str]:
+    """The names and descriptions of a tool's parameters (nested objects too, one level)."""
+    texts: list[str] = []
+    properties = (schema or {}).get("properties")
+    if not isinstance(properties, Mapping):
+        return texts
+    for name, spec in properties.items():
+        texts.append(str(name))
+        if isinstance(spec, Mapping):
+            if isinstance(spec.get("description"), str):
+                texts.append(spec["description"])
+            nested = spec.get("properties")
+            if isinstance(nested, Mapping):
+                texts.extend(str(key) for key in nested)
+    return texts
+
+
+def analyse(source: SegmentInput, analyzer: Analyzer) -> Segment:
+    """The segment of one server's tools."""
+    server_terms = analyzer.terms(source.server)
+    instruction_terms = analyzer.terms(source.instructions or "")
+    docs: list[Doc] = []
+    postings: dict[str, list[tuple[Doc, tuple[int, ...]]]] = {}
+    totals = [0] * len(FIELDS)
+    for exposed, original, tool in source.tools:
+        fields = (
+            analyzer.terms(original),
+            analyzer.terms(tool.description or "") + analyzer.terms(tool.title or ""),
+            analyzer.terms_of(parameter_texts(tool.input_schema)),
+            server_terms,
+            instruction_terms,
+        )
+        lengths = tuple(len(terms) for terms in fields)
+        doc = Doc(name=exposed, server=source.server, tool=original, lengths=lengths)
+        docs.append(doc)
+        frequencies: dict[str, list[int]] = {}
+        for field, terms in enumerate(fields):
+            for term in terms:
+                counts = frequencies.get(term)
+                if counts is None:
+                    counts = frequencies[term] = [0] * len(FIELDS)
+                counts[field] += 1
+        for term, counts in frequencies.items():
+            entry = (doc, tuple(counts))
+            listed = postings.get(term)
+            if listed is None:
+                postings[term] = [entry]
+            else:
+                listed.append(entry)
+        totals = [total + length for total, length in zip(totals, lengths, strict=True)]
+    return Segment(
+        source=source,
+        docs=tuple(docs),
+        postings={term: tuple(entries) for term, entries in postings.items()},
+        lengths=tuple(totals),
+    )
+
+
+@attrs.frozen
+class Hit:
+    doc: Doc
+    score: float
+    #: the share of the query's weight (idf) this tool matches, 0..1
+    coverage: float
+
+
+@attrs.frozen
+class Found:
+    """A search's answer: the ranked hits and what it searched."""
+
+    hits: tuple[Hit, ...]
+    #: how many tools were searched
+    total: int
+    #: the query's terms the catalog does not know at all
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def good(self) -> bool:
+        """Whether the best hit matches enough of the query to be offered as an answer."""
+        return bool(self.hits) and self.hits[0].coverage >= GOOD_COVERAGE
+
+
+#: the share of a query's weight the best tool must match for the answer to be "good"
+GOOD_COVERAGE = 0.25
+#: how much a query word that no tool uses weighs in the coverage
+UNKNOWN_SHARE = 0.5
+#: hits scoring under this share of the best are left out rather than padding the answer
+KEEP_SHARE = 0.15
+
+
+class SearchIndex:
+    """An immutable snapshot of the searchable tools (see the module's docstring)."""
+
+    def __init__(
+        self,
+        segments: Mapping[str, Segment] | None = None,
+        *,
+        analyzer: Analyzer | None = None,
+        weights: FieldWeights | None = None,
+        df: Mapping[str, int] | None = None,
+    ) -> None:
+        self.segments: Mapping[str, Segment] = dict(segments or {})
+        self.analyzer = analyzer or Analyzer()
+        self.weights = weights or FieldWeights()
+        self.total = sum(len(segment.docs) for segment in self.segments.values())
+        if df is None:
+            counted: Counter[str] = Counter()
+            for segment in self.segments.values():
+                counted.update({term: len(entries) for term, entries in segment.postings.items()})
+            df = counted
+        self.df: Mapping[str, int] = df
+        sums = [0] * len(FIELDS)
+        for segment in self.segments.values():
+            sums = [a + b for a, b in zip(sums, segment.lengths, strict=True)]
+        self._average = tuple(max(total / self.total, 1.0) if self.total else 1.0 for total in sums)
+        #: term -> (doc, score) of every doc that has it; filled on first use
+        self._scored: dict[str, tuple[dict[Doc, float], float]] = {}
+        self._by_name: dict[str, Doc] | None = None
+
+    # -------------------------------------------------------------- building
+
+    def updated(self, sources: Sequence[SegmentInput], *, weights: FieldWeights | None = None) -> SearchIndex:
+        """The next snapshot for `sources` (one per server), re-analysing only what changed."""
+        weights = weights or self.weights
+        if weights != self.weights:  # weights change every score, not the analysis
+            return SearchIndex(self._reuse(sources), analyzer=self.analyzer, weights=weights)
+        segments = self._reuse(sources)
+        df = dict(self.df)
+        for server, old in self.segments.items():
+            if segments.get(server) is not old:
+                _count(df, old, -1)
+        for server, new in segments.items():
+            if self.segments.get(server) is not new:
+                _count(df, new, +1)
+        return SearchIndex(segments, analyzer=self.analyzer, weights=weights, df=df)
+
+    def _reuse(self, sources: Sequence[SegmentInput]) -> dict[str, Segment]:
+        segments: dict[str, Segment] = {}
+        for source in sources:
+            old = self.segments.get(source.server)
+            segments[source.server] = (
+                old if old is not None and old.source == source else analyse(source, self.analyzer)
+            )
+        return segments
+
+    # ------------------------------------------------------------- searching
+
+    def idf(self, term: str) -> float:
+        df = self.df.get(term, 0)
+        return math.log(1.0 + (self.total - df + 0.5) / (df + 0.5))
+
+    def _postings(self, term: str) -> tuple[dict[Doc, float], float]:
+        """Every doc that has `term` with its saturated frequency, and the largest of them."""
+        scored = self._scored.get(term)
+        if scored is None:
+            weights = self.weights.as_tuple()
+            entries: dict[Doc, float] = {}
+            for segment in self.segments.values():
+                for doc, counts in segment.postings.get(term, ()):
+                    tf = 0.0
+                    for field, count in enumerate(counts):
+                        if count:
+                            norm = 1.0 - _B[field] + _B[field] * doc.lengths[field] / self._average[field]
+                            tf += weights[field] * count / norm
+                    entries[doc] = tf / (_K1 + tf)
+            scored = self._scored[term] = (entries, max(entries.values(), default=0.0))
+        return scored
+
+    def find(self, query: str, *, limit: int = 8, server: str | None = None) -> Found:
+        """The tools that best answer `query`, best first (at most `limit`).
+
+        Terms are taken rarest first (MaxScore, Turtle & Flood 1995): once the terms left
+        cannot lift a tool that matched none so far into the best `limit`, they only add
+        to the tools already found, so the long lists of common words are looked up, not
+        walked.
+        """
+        limit = max(limit, 1)
+        asked = list(dict.fromkeys(self.analyzer.terms(query)))
+        unknown = tuple(term for term in asked if term not in self.df)
+        # Words the catalog never uses (names, places, a repository's name) weigh half:
+        # a task sentence is full of them and still has its answer.
+        weight = sum(self.idf(term) * (UNKNOWN_SHARE if term in unknown else 1.0) for term in asked)
+        factors = self.analyzer.expand(asked)
+        idf = {term: self.idf(term) * factor for term, factor in factors.items() if term in self.df}
+        known = sorted(idf, key=lambda term: -idf[term])
+        postings = [self._postings(term) for term in known]
+        bounds = [idf[term] * top for term, (_entries, top) in zip(known, postings, strict=True)]
+        rest = [sum(bounds[i:]) for i in range(len(bounds))]
+        scores: dict[Doc, float] = {}
+        walked = 0
+        for i, (term, (entries, _top)) in enumerate(zip(known, postings, strict=True)):
+            if len(scores) >= limit and rest[i] < heapq.nlargest(limit, scores.values())[-1]:
+                break
+            term_idf = idf[term]
+            for doc, saturation in entries.items():
+                if server is None or doc.server == server:
+                    scores[doc] = scores.get(doc, 0.0) + term_idf * saturation
+            walked = i + 1
+        for term, (entries, _top) in zip(known[walked:], postings[walked:], strict=True):
+            term_idf = idf[term]
+            for doc in scores:
+                found = entries.get(doc)
+                if found is not None:
+                    scores[doc] += term_idf * found
+        exact = self._exact(query.strip(), server)
+        if exact is not None:  # a tool asked for by its name comes first
+            scores[exact] = max(scores.values(), default=0.0) + 1.0
+        ranked = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0].name))
+        hits: list[Hit] = []
+        for doc, score in ranked:
+            if hits and score < KEEP_SHARE * hits[0].score:
+                break
+            coverage = 1.0 if doc is exact or not weight else self._coverage(doc, asked, weight)
+            hits.append(Hit(doc=doc, score=score, coverage=coverage))
+        searched = (
+            self.total
+            if server is None
+            else len(self.segments[server].docs)
+            if server in self.segments
+            else 0
+        )
+        return Found(hits=tuple(hits), total=searched, unknown=unknown)
+
+    def _coverage(self, doc: Doc, asked: list[str], weight: float) -> float:
+        """The share of the query's weight `doc` matches: each asked term by itself, or
+        at the synonym weight through one of its synonyms."""
+        matched = 0.0
+        for term in asked:
+            if doc in self._postings(term)[0]:
+                matched += self.idf(term)
+            elif any(doc in self._postings(other)[0] for other in self.analyzer.synonyms(term)):
+                matched += SYNONYM_WEIGHT * self.idf(term)
+        return min(1.0, matched / weight)
+
+    def _exact(self, query: str, server: str | None) -> Doc | None:
+        if self._by_name is None:
+            by_name: dict[str, Doc] = {}
+            for segment in self.segments.values():
+                for doc in segment.docs:
+                    by_name.setdefault(doc.tool, doc)
+                    by_name[doc.name] = doc
+            self._by_name = by_name
+        named = self._by_name.get(query)
+        return named if named is not None and (server is None or named.server == server) else None
+
+    def names(self) -> Iterable[str]:
+        for segment in self.segments.values():
+            for doc in segment.docs:
+                yield doc.name
+
+
+def _count(df: dict[str, int], segment: Segment, sign: int) -> None:
+    for term, entries in segment.postings.items():
+        count = df.get(term, 0) + sign * len(entries)
+        if count > 0:
+            df[term] = count
+        else:
+            df.pop(term, None)

@@ -1,0 +1,159 @@
+"""The BM25F tool index: ranking by field, the "good match" rule, incremental updates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import pytest
+
+from assern.actors.search.index import SearchIndex, SegmentInput, analyse, parameter_texts
+from assern.actors.search.text import Analyzer
+
+
+def tool(name: str, description: str = "", **params: str) -> types.Tool:
+    properties: dict[str, Any] = {
+        key: {"type": "string", "description": text} for key, text in params.items()
+    }
+    return types.Tool(
+        name=name, description=description, input_schema={"type": "object", "properties": properties}
+    )
+
+
+def server(name: str, *tools: types.Tool, instructions: str | None = None) -> SegmentInput:
+    return SegmentInput(
+        server=name, tools=tuple((f"{name}_{t.name}", t.name, t) for t in tools), instructions=instructions
+    )
+
+
+GITHUB = server(
+    "github",
+    tool(
+        "create_issue",
+        "Create a new issue in a GitHub repository.",
+        owner="Repository owner",
+        repo="Repository name",
+    ),
+    tool("list_issues", "List issues in a GitHub repository with filtering options.", state="open or closed"),
+    tool(
+        "create_pull_request",
+        "Create a new pull request in a GitHub repository.",
+        head="The branch with changes",
+    ),
+    tool("search_code", "Search for code across GitHub repositories.", q="Search query"),
+)
+FILES = server(
+    "filesystem",
+    tool("read_file", "Read the complete contents of a file from the file system.", path="Path of the file"),
+    tool("write_file", "Create a new file or overwrite an existing file with new content.", path="Path"),
+    tool("list_directory", "Get a detailed listing of all files and directories in a path.", path="Path"),
+)
+SLACK = server(
+    "slack",
+    tool("post_message", "Post a new message to a channel.", channel_id="The channel", text="Message text"),
+    tool("list_channels", "List public channels in the workspace."),
+    instructions="Slack workspace access: channels, messages, users.",
+)
+
+
+def index(*sources: SegmentInput) -> SearchIndex:
+    return SearchIndex().updated(list(sources))
+
+
+def names(found: Any) -> list[str]:
+    return [hit.doc.name for hit in found.hits]
+
+
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("create an issue", "github_create_issue"),
+        ("open a pull request for my branch", "github_create_pull_request"),
+        ("read the contents of config.toml", "filesystem_read_file"),
+        ("send a message to the team channel", "slack_post_message"),
+        ("which files are in the src folder", "filesystem_list_directory"),
+        ("list_channels", "slack_list_channels"),
+        ("slack_list_channels", "slack_list_channels"),
+    ],
+)
+def test_the_tool_that_answers_comes_first(query: str, best: str) -> None:
+    found = index(GITHUB, FILES, SLACK).find(query)
+    assert names(found)[0] == best
+    assert found.good
+    assert found.total == 9
+
+
+def test_a_word_in_the_name_outweighs_the_same_word_in_a_description() -> None:
+    a = server(
+        "a", tool("delete_record", "Remove a row."), tool("archive", "Archive it; does not delete anything.")
+    )
+    assert names(index(a).find("delete"))[0] == "a_delete_record"
+
+
+def test_a_query_about_nothing_in_the_catalog_is_no_good_match() -> None:
+    found = index(GITHUB, FILES, SLACK).find("book a flight to Lisbon")
+    assert not found.good
+    assert set(found.unknown) >= {"book", "flight", "lisbon"}
+
+
+def test_the_limit_and_the_server_filter() -> None:
+    idx = index(GITHUB, FILES, SLACK)
+    assert len(idx.find("create new", limit=2).hits) <= 2
+    only = idx.find("create new file", server="github")
+    assert {hit.doc.server for hit in only.hits} == {"github"}
+    assert only.total == 4
+    assert idx.find("create", server="nobody").hits == ()
+
+
+def test_weak_hits_do_not_pad_the_answer() -> None:
+    found = index(GITHUB, FILES, SLACK).find("search code", limit=50)
+    assert found.hits[0].doc.name == "github_search_code"
+    assert all(hit.score >= 0.15 * found.hits[0].score for hit in found.hits)
+    assert len(found.hits) < 9
+
+
+def test_an_update_reanalyses_only_the_server_that_changed() -> None:
+    first = index(GITHUB, FILES, SLACK)
+    files = server("filesystem", *[t for _, _, t in FILES.tools], tool("move_file", "Move or rename a file."))
+    second = first.updated([GITHUB, files, SLACK])
+    assert second.segments["github"] is first.segments["github"]
+    assert second.segments["slack"] is first.segments["slack"]
+    assert second.segments["filesystem"] is not first.segments["filesystem"]
+    assert names(second.find("rename a file"))[0] == "filesystem_move_file"
+    # The frequencies kept by difference are those a fresh build counts.
+    assert second.df == index(GITHUB, files, SLACK).df
+    third = second.updated([GITHUB, SLACK])  # a server stopped
+    assert third.df == index(GITHUB, SLACK).df
+    assert "filesystem" not in {hit.doc.server for hit in third.find("file").hits}
+    assert first.find("rename").hits == ()  # snapshots are immutable
+
+
+def test_parameters_are_searched_by_name_and_description() -> None:
+    assert parameter_texts({"properties": {"repo": {"description": "Repository name"}, "n": 3}}) == [
+        "repo",
+        "Repository name",
+        "n",
+    ]
+    assert parameter_texts(None) == []
+    segment = analyse(GITHUB, Analyzer())
+    assert "owner" in segment.postings
+
+
+def test_an_empty_index_finds_nothing() -> None:
+    found = SearchIndex().find("anything")
+    assert found.hits == ()
+    assert not found.good
+    assert found.total == 0
+
+
+def test_a_synonym_finds_the_tool_at_a_lower_weight() -> None:
+    idx = index(GITHUB, FILES, SLACK)
+    found = idx.find("show me what is in the folder")
+    assert names(found)[0] == "filesystem_list_directory"
+    direct = idx.find("directory").hits[0]
+    through = idx.find("folder").hits[0]
+    assert direct.doc is through.doc
+    assert through.score < direct.score
+    # "folder" is no word of the catalog (it weighs half) and matches through "directory"
+    # at the synonym weight (half): the answer is a good one.
+    assert idx.find("folder").good
