@@ -381,6 +381,7 @@ class BackendActor:
             prompts=tuple(prompts),
             allowed=self.spec.allowed,
             capabilities=caps,
+            instructions=session.instructions,
         )
         self._set(tools=len(tools), resources=len(resources), prompts=len(prompts))
 

@@ -99,6 +99,7 @@ class HandshakeClient:
         #: the backend's requests being answered, by its id (it may cancel them)
         self._answering: dict[str | int, trio.CancelScope] = {}
         self._closed = False
+        self._instructions: str | None = None
 
     @property
     def protocol_version(self) -> str | None:
@@ -107,6 +108,10 @@ class HandshakeClient:
     @property
     def server_capabilities(self) -> types.ServerCapabilities:
         return self._capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        return self._instructions
 
     def _forwarder(self) -> Forwarder:
         forwarder = self._link.forwarder
@@ -143,6 +148,7 @@ class HandshakeClient:
             )
         self._version = result.protocol_version
         self._capabilities = result.capabilities
+        self._instructions = result.instructions
         self.server_info = result.server_info
         await forwarder.notify("notifications/initialized")
         return result

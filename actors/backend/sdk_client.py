@@ -88,6 +88,10 @@ class SdkSession:
     def server_capabilities(self) -> types.ServerCapabilities:
         return self._client.server_capabilities
 
+    @property
+    def instructions(self) -> str | None:
+        return self._client.instructions
+
     async def list_tools(self, cursor: str | None = None) -> types.ListToolsResult:
         with sdk_errors():
             return await self._session.list_tools(params=_page(cursor))

@@ -48,6 +48,10 @@ class BackendSession(Protocol):
     def server_capabilities(self) -> types.ServerCapabilities:
         """What the backend said it serves (empty when a version pin skipped the handshake)."""
 
+    @property
+    def instructions(self) -> str | None:
+        """What the backend said about how to use it (its `instructions`), if anything."""
+
     async def list_tools(self, cursor: str | None = None) -> types.ListToolsResult: ...
 
     async def list_resources(self, cursor: str | None = None) -> types.ListResourcesResult: ...

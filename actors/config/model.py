@@ -19,7 +19,7 @@ import attrs
 
 from assern.actors.config.env import MergeMode
 from assern.actors.config.keypath import KeyPath, at
-from assern.actors.config.spec import ConfigError, Naming, StartMode, Transport
+from assern.actors.config.spec import ConfigError, Exposure, Naming, StartMode, Transport
 from assern.actors.config.structure import (
     CONVERTER,
     Invalid,
@@ -137,6 +137,8 @@ class SettingsConfig:
         default=None, validator=_AtLeast(MIN_NAME_LENGTH, "an integer", most=4096)
     )
     initialize_wait: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
+    exposure: Exposure | None = None
+    pinned: tuple[str, ...] | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -246,6 +246,7 @@ def _settings(*layers: SettingsConfig | None) -> Settings:
     defaults = Settings()
     naming, max_name_length = defaults.naming, defaults.max_name_length
     initialize_wait = defaults.initialize_wait
+    exposure, pinned = defaults.exposure, defaults.pinned
     for layer in layers:
         if layer is None:
             continue
@@ -254,4 +255,12 @@ def _settings(*layers: SettingsConfig | None) -> Settings:
             max_name_length = layer.max_name_length
         if layer.initialize_wait is not None:
             initialize_wait = float(layer.initialize_wait)
-    return Settings(naming=naming, max_name_length=max_name_length, initialize_wait=initialize_wait)
+        exposure = layer.exposure if layer.exposure is not None else exposure
+        pinned = layer.pinned if layer.pinned is not None else pinned
+    return Settings(
+        naming=naming,
+        max_name_length=max_name_length,
+        initialize_wait=initialize_wait,
+        exposure=exposure,
+        pinned=pinned,
+    )

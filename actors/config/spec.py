@@ -30,6 +30,7 @@ Layer = Literal[
 Transport = Literal["stdio", "streamable-http", "sse"]
 StartMode = Literal["eager", "lazy"]
 Naming = Literal["prefix", "hybrid"]
+Exposure = Literal["all", "search"]
 
 
 @attrs.frozen(kw_only=True)
@@ -56,11 +57,16 @@ class Settings:
         initialize_wait: Seconds a client's `initialize` may wait for backends whose
             capabilities are not known yet (neither ready nor remembered from an earlier
             run). 0 answers at once with what is known.
+        exposure: "all" lists every tool; "search" lists the meta-tools (search_tools,
+            describe_tools, call_tool) and the pinned tools only.
+        pinned: Globs over exposed tool names listed in full beside the meta-tools.
     """
 
     naming: Naming = "prefix"
     max_name_length: int = 64
     initialize_wait: float = 0.0
+    exposure: Exposure = "all"
+    pinned: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -20,9 +20,10 @@ from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import request
 from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressSink
 from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.listener import exposure
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.protocol import Method
-from assern.actors.router.catalog import suggest_tools, unknown_tool_message
+from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
 from assern.actors.router.lookup import (
     ResourceTarget,
     UnknownResource,
@@ -30,6 +31,7 @@ from assern.actors.router.lookup import (
     resolve_resource,
     unknown_prompt_message,
 )
+from assern.actors.search.meta_tools import DESCRIBE_TOOLS, META_TOOLS, SEARCH_TOOLS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -90,6 +92,8 @@ class Handlers:
         self, ctx: RequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         catalog = self.shared.catalog.value
+        if catalog.exposure == "search" and params.name in META_TOOLS:
+            return await self._meta_tool(ctx, params, catalog)
         route = catalog.tools.get(params.name)
         if route is None and not self.shared.settled.is_set():
             route = (await self._routing.settled_catalog()).tools.get(params.name)
@@ -146,6 +150,17 @@ class Handlers:
             raise to_rpc_error(exc) from None
         self._routing.record_call(handle.name, started)
         return result
+
+    async def _meta_tool(
+        self, ctx: RequestContext, params: types.CallToolRequestParams, catalog: Catalog
+    ) -> types.CallToolResult:
+        """search_tools, describe_tools and call_tool of search exposure (exposure.py)."""
+        if params.name == SEARCH_TOOLS:
+            waiting = exposure.not_ready(self.shared.directory(), catalog)
+            return exposure.search(catalog, params.arguments, waiting)
+        if params.name == DESCRIBE_TOOLS:
+            return exposure.describe(catalog, params.arguments)
+        return await exposure.call(ctx, params, self._call_tool)
 
     # -------------------------------------------------------------- resources
 

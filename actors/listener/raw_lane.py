@@ -28,6 +28,7 @@ from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, end_to_end_meta, to_rpc_error
+from assern.actors.search.meta_tools import CALL_TOOL, META_TOOLS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -112,7 +113,13 @@ class RawLane:
             return False
         if meta is not None and (not isinstance(meta, dict) or PROTOCOL_VERSION_META_KEY in meta):
             return False
-        route = self.shared.catalog.value.tools.get(name)
+        catalog = self.shared.catalog.value
+        if catalog.exposure == "search" and name in META_TOOLS:
+            unwrapped = unwrap_call_tool(name, arguments)
+            if unwrapped is None:
+                return False  # search_tools, describe_tools, or arguments the session explains
+            name, arguments = unwrapped
+        route = catalog.tools.get(name)
         handle = self.shared.directory().get(route.server) if route is not None else None
         if route is None or handle is None or not handle.lane.fast_path or request_id in self._forwarded:
             return False
@@ -312,3 +319,18 @@ class RawReply:
 
     def _send_error(self, error: Exception) -> None:
         self._lane.write(error_reply(self._request_id, error))
+
+
+def unwrap_call_tool(name: str, arguments: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None] | None:
+    """The tool a `call_tool` of search exposure calls, and its arguments, when they are
+    plainly valid (None otherwise, and for the other meta-tools: the session answers)."""
+    if name != CALL_TOOL or not arguments or not arguments.keys() <= {"name", "arguments"}:
+        return None
+    inner_name, inner_arguments = arguments.get("name"), arguments.get("arguments")
+    if (
+        not isinstance(inner_name, str)
+        or inner_name in META_TOOLS
+        or not isinstance(inner_arguments, dict | None)
+    ):
+        return None
+    return inner_name, inner_arguments

@@ -260,7 +260,7 @@ class ClientConnection:
         while True:
             self._seen_version, new = await cell.changed(self._seen_version)
             kinds = []
-            if [t.tool for t in old.tools.values()] != [t.tool for t in new.tools.values()]:
+            if old.listed != new.listed:
                 kinds.append("tools")
             if list(old.prompts) != list(new.prompts):
                 kinds.append("prompts")

@@ -17,8 +17,9 @@ import attrs
 import structlog
 import trio
 
-from assern.actors.config.spec import Naming, ServerSpec, Settings
-from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
+from assern.actors.config.spec import Exposure, Naming, ServerSpec, Settings
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
+from assern.actors.search.index import SearchIndex
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,8 @@ class CatalogInputs:
     listings: tuple[BackendListing, ...]
     naming: Naming
     max_name_length: int
+    exposure: Exposure
+    pinned: tuple[str, ...]
 
 
 class RouterActor:
@@ -73,12 +76,20 @@ class RouterActor:
         self._cache = capability_cache
         #: what the current catalog was built from (None: nothing built yet)
         self._built_from: CatalogInputs | None = None
+        #: the last search index built (search exposure), the base of the next one
+        self._index = SearchIndex()
 
     def rebuild(self) -> Catalog:
         """Publish the catalog of the current listings, unless they built the current one."""
         settings = self._settings()
         current = self.catalog.value
-        inputs = CatalogInputs(tuple(self._listings()), settings.naming, settings.max_name_length)
+        inputs = CatalogInputs(
+            tuple(self._listings()),
+            settings.naming,
+            settings.max_name_length,
+            settings.exposure,
+            settings.pinned,
+        )
         if inputs == self._built_from:
             if self._cache is not None:  # a restarted backend may start another way now
                 self._cache.remember(self._specs(), current.capabilities)
@@ -88,7 +99,13 @@ class RouterActor:
             version=current.version + 1,
             mode=inputs.naming,
             max_name_length=inputs.max_name_length,
+            exposure=inputs.exposure,
+            pinned=inputs.pinned,
         )
+        if inputs.exposure == "search":
+            # Updated from the last index: only the servers whose tools changed are analysed.
+            self._index = self._index.updated(search_sources(inputs.listings, catalog))
+            catalog = attrs.evolve(catalog, search=self._index)
         self.catalog.set(catalog)
         self._built_from = inputs
         if self._cache is not None:

@@ -17,8 +17,11 @@ import attrs
 import mcp_types as types
 
 from assern.actors.router import naming
+from assern.actors.search.index import SearchIndex, SegmentInput
+from assern.actors.search.meta_tools import DEFINITIONS, META_TOOLS
 
 Naming = Literal["prefix", "hybrid"]
+Exposure = Literal["all", "search"]
 
 
 @attrs.frozen(kw_only=True)
@@ -32,6 +35,8 @@ class BackendListing:
     prompts: tuple[types.Prompt, ...] = ()
     allowed: tuple[str, ...] | None = None
     capabilities: types.ServerCapabilities | None = None
+    #: what the server said about how to use it (searched with its tools)
+    instructions: str | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -90,10 +95,33 @@ class Catalog:
     #: the `tools` array of a tools/list result, encoded once per catalog version
     tools_json: bytes = b"[]"
     naming: Naming = "prefix"
+    #: "all": every tool is listed; "search": the meta-tools and the pinned tools
+    exposure: Exposure = "all"
+    #: what tools/list answers (every tool, or the meta-tools and the pinned ones)
+    listed: tuple[types.Tool, ...] = attrs.field(
+        default=attrs.Factory(lambda self: tuple(r.tool for r in self.tools.values()), takes_self=True)
+    )
+    #: the search index of every callable tool (built in search exposure only)
+    search: SearchIndex | None = attrs.field(default=None, eq=False)
 
     @property
     def tool_list(self) -> list[types.Tool]:
-        return [route.tool for route in self.tools.values()]
+        return list(self.listed)
+
+
+def search_sources(listings: Iterable[BackendListing], catalog: Catalog) -> list[SegmentInput]:
+    """What the search index takes of each listing: its callable tools as the backend
+    listed them (the same objects while the backend does not list again), by exposed name."""
+    exposed = {(route.server, route.original): name for name, route in catalog.tools.items()}
+    sources = []
+    for listing in listings:
+        tools = tuple(
+            (exposed[listing.server, tool.name], tool.name, tool)
+            for tool in listing.tools
+            if (listing.server, tool.name) in exposed
+        )
+        sources.append(SegmentInput(server=listing.server, tools=tools, instructions=listing.instructions))
+    return sources
 
 
 def is_allowed(tool: str, allowed: Sequence[str] | None) -> bool:
@@ -115,6 +143,8 @@ def build_catalog(
     version: int = 0,
     mode: Naming = "prefix",
     max_name_length: int = 64,
+    exposure: Exposure = "all",
+    pinned: Sequence[str] = (),
 ) -> Catalog:
     """Merge listings (in configuration order) into one prefixed catalog.
 
@@ -133,7 +163,10 @@ def build_catalog(
         for prompt in listing.prompts:
             prompt_owners.setdefault(prompt.name, set()).add(listing.server)
 
-    taken_tools: dict[str, str] = {}
+    # In search exposure the meta-tools' names are assern's: a backend's tool of the same
+    # name is exposed with its server's prefix (as a clash between two backends would be).
+    reserved = frozenset(META_TOOLS) if exposure == "search" else frozenset()
+    taken_tools: dict[str, str] = dict.fromkeys(reserved, "")
     taken_prompts: dict[str, str] = {}
     tools: dict[str, ToolRoute] = {}
     hidden: dict[str, str] = {}
@@ -147,6 +180,7 @@ def build_catalog(
         server = listing.server
         for tool in listing.tools:
             natural = mode == "hybrid" and len(tool_owners[tool.name]) == 1
+            natural = natural and tool.name not in reserved
             wanted = tool.name if natural else naming.tool_name(server, tool.name)
             if not is_allowed(tool.name, listing.allowed):
                 hidden[naming.shorten(wanted, max_name_length)] = server
@@ -196,13 +230,26 @@ def build_catalog(
                 )
             )
 
+    if exposure == "search":
+        listed = (
+            *DEFINITIONS,
+            *(
+                route.tool
+                for name, route in tools.items()
+                if any(fnmatch.fnmatchcase(name, pattern) for pattern in pinned)
+            ),
+        )
+    else:
+        listed = tuple(route.tool for route in tools.values())
     tools_json = json.dumps(
-        [route.tool.model_dump(mode="json", by_alias=True, exclude_none=True) for route in tools.values()],
+        [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed],
         separators=(",", ":"),
     ).encode()
     return Catalog(
         version=version,
         naming=mode,
+        exposure=exposure,
+        listed=listed,
         tools_json=tools_json,
         servers=frozenset(listing.server for listing in listings),
         tools=tools,

@@ -88,6 +88,8 @@ def show_document(config: ResolvedConfig) -> dict[str, Any]:
             "naming": config.settings.naming,
             "max_name_length": config.settings.max_name_length,
             "initialize_wait": config.settings.initialize_wait,
+            "exposure": config.settings.exposure,
+            "pinned": list(config.settings.pinned),
         },
         "servers": {
             name: server_document(spec, reveal=False, system_env=False)

@@ -1,0 +1,88 @@
+"""The meta-tools of search exposure, served for a connection (actors/search/meta_tools.py
+holds their definitions and answers).
+
+`search_tools` ranks the catalog's index as it is now: it never waits for a backend that
+is starting, and says which ones are not searched yet. `describe_tools` gives full
+definitions from the same snapshot. `call_tool` is a direct call under another name: the
+connection's raw lane unwraps it before anything is parsed (raw_lane.py), and this
+module's `call` does the same for the paths that parse (the 2026-07-28 era, and calls the
+lane leaves to the session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+
+from assern.actors.backend.status import BackendState
+from assern.actors.listener.context import RequestContext
+from assern.actors.router.catalog import Catalog, suggest_tools
+from assern.actors.search import meta_tools
+from assern.actors.search.index import SearchIndex
+from assern.actors.search.meta_tools import BadArguments
+
+if TYPE_CHECKING:
+    from assern.actors.backend.handle import BackendHandle
+
+#: the states of a backend whose tools are not (or no longer) in the catalog yet
+_NOT_READY = (BackendState.STARTING, BackendState.RESTARTING)
+
+CallTool = Callable[[RequestContext, types.CallToolRequestParams], Awaitable[types.CallToolResult]]
+
+
+def not_ready(directory: Mapping[str, BackendHandle], catalog: Catalog) -> list[str]:
+    """The configured servers whose tools a search cannot see yet, and why."""
+    waiting = []
+    for name, handle in directory.items():
+        state = handle.state
+        if state in _NOT_READY and name not in catalog.servers:
+            waiting.append(f"{name} ({state.value})")
+    return waiting
+
+
+def search(catalog: Catalog, arguments: Mapping[str, Any] | None, waiting: list[str]) -> types.CallToolResult:
+    index = catalog.search if catalog.search is not None else SearchIndex()
+    try:
+        request = meta_tools.search_request(arguments, sorted(catalog.servers))
+    except BadArguments as exc:
+        return meta_tools.error_result(str(exc))
+    found = index.find(request.query, limit=request.limit, server=request.server)
+    descriptions = {hit.doc.name: _description(catalog, hit.doc.name) for hit in found.hits}
+    return meta_tools.search_result(
+        request, found, descriptions, servers=sorted(catalog.servers), not_ready=waiting
+    )
+
+
+def describe(catalog: Catalog, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+    try:
+        names = meta_tools.describe_request(arguments)
+    except BadArguments as exc:
+        return meta_tools.error_result(str(exc))
+    found: list[types.Tool] = []
+    unknown: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        route = catalog.tools.get(name)
+        if route is not None:
+            found.append(route.tool)
+        else:
+            unknown[name] = suggest_tools(catalog, name).close
+    return meta_tools.describe_result(found, unknown)
+
+
+async def call(
+    ctx: RequestContext, params: types.CallToolRequestParams, direct: CallTool
+) -> types.CallToolResult:
+    """`call_tool`: the named tool called as if directly, its answer unchanged."""
+    try:
+        request = meta_tools.call_request(params.arguments)
+    except BadArguments as exc:
+        return meta_tools.error_result(str(exc))
+    inner = params.model_copy(update={"name": request.name, "arguments": request.arguments})
+    return await direct(ctx, inner)
+
+
+def _description(catalog: Catalog, name: str) -> str | None:
+    route = catalog.tools.get(name)
+    return route.tool.description if route is not None else None
