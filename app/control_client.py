@@ -79,7 +79,7 @@ def request(
 
     Args:
         path: The instance's control socket.
-        command: "hello", "status", "list", "call", "restart", "stop", "start",
+        command: "hello", "status", "list", "search", "call", "restart", "stop", "start",
             "reload" or "shutdown".
         timeout: Seconds to wait for the answer; None waits as long as it takes.
         connect_timeout: Seconds to wait for the connection itself.

@@ -23,6 +23,7 @@ from assern.actors.config.spec import ResolvedConfig
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import control_protocol as proto
+from assern.actors.listener import exposure
 from assern.actors.listener.control_protocol import Command, ControlFailure
 from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
@@ -117,6 +118,12 @@ async def _list(plane: ControlPlane, command: Command) -> dict[str, Any]:
         "tools": tool_rows(plane.shared.catalog.value),
         "problems": problems(plane.shared.directory().values()),
     }
+
+
+async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
+    arguments = {key: command.args[key] for key in ("query", "limit", "server") if key in command.args}
+    catalog, directory = plane.shared.catalog.value, plane.shared.directory()
+    return exposure.search_document(exposure.search_anyway(catalog, directory, arguments))
 
 
 def _tool_name(plane: ControlPlane, command: Command, server: str, tool: str) -> str:
@@ -214,6 +221,7 @@ HANDLERS: dict[str, Handler] = {
     "hello": _hello,
     "status": _status,
     "list": _list,
+    "search": _search,
     "call": _call,
     "restart": _server_command,
     "stop": _server_command,

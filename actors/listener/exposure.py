@@ -18,7 +18,7 @@ import mcp_types as types
 
 from assern.actors.backend.status import BackendState
 from assern.actors.listener.context import RequestContext
-from assern.actors.router.catalog import Catalog, suggest_tools
+from assern.actors.router.catalog import Catalog, search_sources, suggest_tools
 from assern.actors.search import meta_tools
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.meta_tools import BadArguments
@@ -42,8 +42,14 @@ def not_ready(directory: Mapping[str, BackendHandle], catalog: Catalog) -> list[
     return waiting
 
 
-def search(catalog: Catalog, arguments: Mapping[str, Any] | None, waiting: list[str]) -> types.CallToolResult:
-    index = catalog.search if catalog.search is not None else SearchIndex()
+def search(
+    catalog: Catalog,
+    arguments: Mapping[str, Any] | None,
+    waiting: list[str],
+    index: SearchIndex | None = None,
+) -> types.CallToolResult:
+    """`search_tools` over `index`, or over the catalog's own (search exposure)."""
+    index = index or catalog.search or SearchIndex()
     try:
         request = meta_tools.search_request(arguments, sorted(catalog.servers))
     except BadArguments as exc:
@@ -53,6 +59,26 @@ def search(catalog: Catalog, arguments: Mapping[str, Any] | None, waiting: list[
     return meta_tools.search_result(
         request, found, descriptions, servers=sorted(catalog.servers), not_ready=waiting
     )
+
+
+def search_anyway(
+    catalog: Catalog, directory: Mapping[str, BackendHandle], arguments: Mapping[str, Any] | None
+) -> types.CallToolResult:
+    """A search in any exposure (`assernctl search`): the catalog's index when it has
+    one, else one built for this search from the backends' listings."""
+    index = catalog.search
+    if index is None:
+        listings = [
+            h.listing for h in directory.values() if h.listing is not None and h.name in catalog.servers
+        ]
+        index = SearchIndex().updated(search_sources(listings, catalog))
+    return search(catalog, arguments, not_ready(directory, catalog), index)
+
+
+def search_document(result: types.CallToolResult) -> dict[str, Any]:
+    """A search's answer as a control reply (and `assernctl search --json`)."""
+    text = "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
+    return {**(result.structured_content or {}), "text": text, "is_error": result.is_error}
 
 
 def describe(catalog: Catalog, arguments: Mapping[str, Any] | None) -> types.CallToolResult:

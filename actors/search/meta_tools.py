@@ -257,7 +257,8 @@ def search_result(
         structured["not_ready"] = list(not_ready)
     lines: list[str] = []
     if good:
-        lines.append(f'{len(tools)} tools for "{request.query}" (of {found.total} searched):')
+        count = f"{len(tools)} tool" + ("" if len(tools) == 1 else "s")
+        lines.append(f'{count} for "{request.query}" (of {found.total} searched):')
         lines.extend(f"- {tool['name']} ({tool['server']}): {tool['description']}" for tool in tools)
         lines.append("Next: describe_tools with the names you need, then call_tool.")
     else:

@@ -13,7 +13,7 @@ from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
 from assern.app.ctl.common import Usage
 from assern.app.ctl.logs import cmd_logs
-from assern.app.ctl.show import cmd_list, cmd_status
+from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
 
 if TYPE_CHECKING:
@@ -44,6 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--all", action="store_true", help="every running instance")
     listing = sub.add_parser("list", help="the aggregated tools (from the running instance if any)")
     listing.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
+    search = sub.add_parser(
+        "search",
+        help="the tools a client's search_tools finds for a task (from the running instance if any)",
+    )
+    search.add_argument("query", nargs="+", help="the task, in a few words or a sentence")
+    search.add_argument("--limit", type=int, help="how many tools at most (1-50, default 8)")
+    search.add_argument("--server", help="search only this server's tools")
+    search.add_argument("--fresh", action="store_true", help="start the backends anew for this search")
     call = sub.add_parser(
         "call",
         help="call a tool: TOOL [ARGS] or SERVER TOOL [ARGS]",
@@ -75,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "list": cmd_list,
+    "search": cmd_search,
     "call": cmd_call,
     "restart": cmd_server,
     "stop": cmd_server,

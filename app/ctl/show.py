@@ -1,4 +1,5 @@
-"""`assernctl status` and `assernctl list`: what runs, and the tools it serves."""
+"""`assernctl status`, `list` and `search`: what runs, the tools it serves, and which
+of them a search finds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from assern.actors.config.home import default_assern_home
 from assern.app.control_client import ControlError, ControlUnavailable, request
 from assern.app.ctl.common import all_instances, find_instance, load_config, print_json, require
 from assern.app.ctl.render import render_status, table
-from assern.app.running import environ, list_rows, tool_rows
+from assern.app.running import environ, list_rows, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -75,3 +76,31 @@ def cmd_list(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"! {problem}", file=sys.stderr)
     return 0 if not problems else 1
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    """The tools a client's `search_tools` would find now (from the running instance, else
+    from backends started for this search)."""
+    query: dict[str, Any] = {"query": " ".join(args.query)}
+    if args.limit is not None:
+        query["limit"] = args.limit
+    if args.server is not None:
+        query["server"] = args.server
+    config, load = load_config(args)
+    instance = None if args.fresh else find_instance(args)[1]
+    if instance is not None:
+        doc = request(instance.slot.control, "search", timeout=60.0, **query)
+    else:
+        from assern.actors.listener import exposure
+
+        async def body(tree: Any) -> dict[str, Any]:
+            catalog, directory = tree.catalog.value, tree.directory.value
+            return exposure.search_document(exposure.search_anyway(catalog, directory, query))
+
+        with configure_logging(default_assern_home(environ()) / "logs", level=args.log_level):
+            doc = trio.run(with_tree, config, load, body)
+    if args.json:
+        print_json(doc)
+    else:
+        print(doc["text"], file=sys.stderr if doc["is_error"] else sys.stdout)
+    return 1 if doc["is_error"] else 0

@@ -215,3 +215,29 @@ async def test_sighup_reloads(assern_env: AssernEnv, write_config: Callable[[str
             assert reloaded["reason"] == "SIGHUP"
             await call_until(client, "alpha_get_env", {"name": "MARK"}, "bbbb")
             assert int(await call(client, "alpha_get_pid")) != backend
+
+
+async def test_a_reload_that_changes_the_exposure_tells_the_client(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    notes = Notes()
+    with trio.fail_after(60):
+        async with Client(
+            assern_env.serve(config), mode="legacy", message_handler=notes.on_message
+        ) as client:
+            assert await call(client, "alpha_echo", {"text": "up"}) == "up"
+            assert "alpha_add" in {tool.name for tool in (await client.list_tools()).tools}
+            notes.drain()
+            config.write_text(
+                '[settings]\nexposure = "search"\npinned = ["alpha_echo"]\n\n' + server_table("alpha")
+            )
+            names = await notes.until_listed(client, lambda names: "search_tools" in names)
+            assert names == {"search_tools", "describe_tools", "call_tool", "alpha_echo"}
+            found = await client.call_tool("search_tools", {"query": "add numbers"})
+            assert found.structured_content is not None
+            assert found.structured_content["tools"][0]["name"] == "alpha_add"
+            assert await call(client, "alpha_add", {"a": 1, "b": 2}) == "3"  # the backend kept running
+            config.write_text(server_table("alpha"))
+            names = await notes.until_listed(client, lambda names: "search_tools" not in names)
+            assert "alpha_add" in names

@@ -180,6 +180,17 @@ async def test_list_call_and_server_commands_through_the_instance(
             assert as_json["source"] == "running-instance"
             assert "alpha_echo" in {t["name"] for t in as_json["tools"]}
 
+            found = await ctl(assern_env, "search", *at, "add", "two", "numbers")
+            assert found.returncode == 0, err(found)
+            assert out(found).splitlines()[1].startswith("- alpha_add (alpha): ")
+            found_json = await ctl_json(assern_env, "search", *at, "echo", "--limit", "2")
+            assert found_json["tools"][0]["name"] == "alpha_echo"
+            assert len(found_json["tools"]) <= 2
+            assert found_json["total"] == len(as_json["tools"])
+            bad = await ctl(assern_env, "search", *at, "echo", "--server", "nope")
+            assert bad.returncode == 1
+            assert "There is no server 'nope'. Servers: alpha." in err(bad)
+
             called = await ctl(assern_env, "call", *at, "alpha_echo", '{"text": "via ctl"}')
             assert called.returncode == 0, err(called)
             assert json.loads(out(called))["content"][0]["text"] == "via ctl"

@@ -104,7 +104,7 @@ def test_a_search_answer_in_structure_and_text() -> None:
     assert result.structured_content["not_ready"] == ["x (starting)"]
     text = result.content[0].text  # type: ignore[union-attr]
     assert text.splitlines()[:2] == [
-        '1 tools for "create an issue" (of 3 searched):',
+        '1 tool for "create an issue" (of 3 searched):',
         "- create_issue (github): Create an issue.",
     ]
 
