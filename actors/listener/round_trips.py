@@ -113,6 +113,8 @@ class Flight:
         self.taken = trio.Event()
         self.progress_token: str | int | None = None
         self.peer: Peer | None = None
+        #: the `requestState` it is parked under, while it waits for a retry
+        self.state: str | None = None
         self._keys = 0
 
     def next_key(self) -> str:
@@ -245,9 +247,8 @@ class RoundTrips:
         finally:
             if flight.scope.cancelled_caught and not flight.taken.is_set():
                 log.info("round_trip_abandoned", method=flight.method)
-            for state, parked in list(self._parked.items()):
-                if parked is flight:
-                    del self._parked[state]
+            if flight.state is not None and self._parked.get(flight.state) is flight:
+                del self._parked[flight.state]
             flight.finish()
 
     async def _round(self, flight: Flight, still_open: list[Ask]) -> Any:
@@ -289,6 +290,7 @@ class RoundTrips:
 
     def _park(self, state: str, flight: Flight) -> None:
         flight.peer = flight.progress_token = None
+        flight.state = state
         self._parked[state] = flight
         flight.scope.deadline = trio.current_time() + self._parked_limit
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -32,7 +32,8 @@ FIELDS = ("name", "description", "parameters", "server", "instructions")
 
 @attrs.frozen
 class FieldWeights:
-    """How much a term counts in each field (the defaults were tuned on ops/bench/search)."""
+    """How much a term counts in each field (chosen by hand; not yet measured on a
+    labelled catalog)."""
 
     name: float = 3.0
     description: float = 1.0
@@ -206,11 +207,8 @@ class SearchIndex:
 
     # -------------------------------------------------------------- building
 
-    def updated(self, sources: Sequence[SegmentInput], *, weights: FieldWeights | None = None) -> SearchIndex:
+    def updated(self, sources: Sequence[SegmentInput]) -> SearchIndex:
         """The next snapshot for `sources` (one per server), re-analysing only what changed."""
-        weights = weights or self.weights
-        if weights != self.weights:  # weights change every score, not the analysis
-            return SearchIndex(self._reuse(sources), analyzer=self.analyzer, weights=weights)
         segments = self._reuse(sources)
         df = dict(self.df)
         for server, old in self.segments.items():
@@ -219,7 +217,7 @@ class SearchIndex:
         for server, new in segments.items():
             if self.segments.get(server) is not new:
                 _count(df, new, +1)
-        return SearchIndex(segments, analyzer=self.analyzer, weights=weights, df=df)
+        return SearchIndex(segments, analyzer=self.analyzer, weights=self.weights, df=df)
 
     def _reuse(self, sources: Sequence[SegmentInput]) -> dict[str, Segment]:
         segments: dict[str, Segment] = {}
@@ -262,7 +260,7 @@ class SearchIndex:
         walked.
         """
         limit = max(limit, 1)
-        asked = list(dict.fromkeys(self.analyzer.terms(query)))
+        asked = list(dict.fromkeys(self.analyzer.terms(query, remember=False)))
         unknown = tuple(term for term in asked if term not in self.df)
         # Words the catalog never uses (names, places, a repository's name) weigh half:
         # a task sentence is full of them and still has its answer.
@@ -313,11 +311,15 @@ class SearchIndex:
         at the synonym weight through one of its synonyms."""
         matched = 0.0
         for term in asked:
-            if doc in self._postings(term)[0]:
+            if self._has(doc, term):
                 matched += self.idf(term)
-            elif any(doc in self._postings(other)[0] for other in self.analyzer.synonyms(term)):
+            elif any(self._has(doc, other) for other in self.analyzer.synonyms(term)):
                 matched += SYNONYM_WEIGHT * self.idf(term)
         return min(1.0, matched / weight)
+
+    def _has(self, doc: Doc, term: str) -> bool:
+        # Only terms of the catalog are scored (and kept): a query's other words are not.
+        return term in self.df and doc in self._postings(term)[0]
 
     def _exact(self, query: str, server: str | None) -> Doc | None:
         if self._by_name is None:
@@ -329,11 +331,6 @@ class SearchIndex:
             self._by_name = by_name
         named = self._by_name.get(query)
         return named if named is not None and (server is None or named.server == server) else None
-
-    def names(self) -> Iterable[str]:
-        for segment in self.segments.values():
-            for doc in segment.docs:
-                yield doc.name
 
 
 def _count(df: dict[str, int], segment: Segment, sign: int) -> None:

@@ -77,23 +77,28 @@ class Analyzer:
         self._terms: dict[str, str] = {}
         self._groups: dict[str, tuple[str, ...]] | None = None
 
-    def term(self, word: str) -> str:
+    def term(self, word: str, *, remember: bool = True) -> str:
         """The term of one lower-case word ("" when it is none)."""
         term = self._terms.get(word)
         if term is None:
             term = "" if word in STOP_WORDS or len(word) < 2 else self._stemmer.stemWord(word)
-            self._terms[word] = term
+            if remember:
+                self._terms[word] = term
         return term
 
-    def terms(self, text: str) -> list[str]:
-        """The terms of `text`, in order, repeats kept (term frequency counts them)."""
+    def terms(self, text: str, *, remember: bool = True) -> list[str]:
+        """The terms of `text`, in order, repeats kept (term frequency counts them).
+
+        Without `remember`, words not met before are not kept: a query's words would
+        otherwise grow the memo for as long as the process runs.
+        """
         known = self._terms
         found: list[str] = []
         for match in _WORD.findall(text):
             word = match.lower()
             term = known.get(word)
             if term is None:
-                term = self.term(word)
+                term = self.term(word, remember=remember)
             if term:
                 found.append(term)
         return found
