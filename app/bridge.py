@@ -16,6 +16,10 @@ How a proxy ends:
 - the primary hangs up first: one line on stderr, exit status 1;
 - SIGINT, SIGTERM or SIGHUP: exit status 128 + the signal's number.
 
+A start given a profile (`assern serve --profile NAME` or `ASSERN_PROFILE`) says so
+first: one `assern/profile` notification goes to the primary before the client's bytes
+(the primary serves this connection that profile's view; actors/listener/session.py).
+
 Each end writes one `proxy_stopped` JSON line (`ended_by`: client, primary or signal) to
 the log file, as the rest of assern's log lines are written.
 
@@ -49,6 +53,14 @@ DRAIN_TIMEOUT = 5.0
 LOG_FILE = "assern.log"
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: actors/listener/protocol.py's PROFILE_NOTE, written again here (standard library only)
+PROFILE_NOTE = "assern/profile"
+
+
+def profile_note(profile: str) -> bytes:
+    """The line that tells the primary which profile this connection is served."""
+    note = {"jsonrpc": "2.0", "method": PROFILE_NOTE, "params": {"name": profile}}
+    return json.dumps(note).encode() + b"\n"
 
 
 class Stopped(Exception):
@@ -158,11 +170,23 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
     raise Stopped(signum)
 
 
-def run_proxy(sock: socket.socket, *, slot: str, log_file: str | None, log_level: str = "info") -> int:
+def run_proxy(
+    sock: socket.socket,
+    *,
+    slot: str,
+    log_file: str | None,
+    log_level: str = "info",
+    profile: str | None = None,
+) -> int:
     """Bridge until one side ends; log it; the exit status (see the module's docstring)."""
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _stop)
     try:
+        if profile:
+            try:
+                sock.sendall(profile_note(profile))
+            except OSError:
+                pass  # the primary is gone: the bridge finds out and says so
         ended = bridge(sock)
     except Stopped as stop:
         log_event(log_file, log_level, "proxy_stopped", ended_by="signal", signal=stop.signum, slot=slot)
@@ -176,7 +200,9 @@ def run_proxy(sock: socket.socket, *, slot: str, log_file: str | None, log_level
     return 0
 
 
-def exec_bridge(sock: socket.socket, *, slot: str, log_file: str, log_level: str) -> None:
+def exec_bridge(
+    sock: socket.socket, *, slot: str, log_file: str, log_level: str, profile: str | None = None
+) -> None:
     """Replace this process with a bare bridge over `sock` (same pid, same stdio).
 
     This file is run as a script by an isolated interpreter without `site` (`-I -S`): it
@@ -186,18 +212,23 @@ def exec_bridge(sock: socket.socket, *, slot: str, log_file: str, log_level: str
     os.set_inheritable(sock.fileno(), True)
     sys.stdout.flush()
     sys.stderr.flush()
-    arguments = [str(sock.fileno()), slot, log_file, log_level]
+    arguments = [str(sock.fileno()), slot, log_file, log_level, profile or ""]
     os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), *arguments])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -I -S bridge.py FD SLOT LOG_FILE LOG_LEVEL` (what `exec_bridge` runs)."""
+    """`python -I -S bridge.py FD SLOT LOG_FILE LOG_LEVEL [PROFILE]` (what `exec_bridge` runs)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 4 or not args[0].isdigit():
-        print("usage: python -I -S bridge.py FD SLOT LOG_FILE LOG_LEVEL (internal)", file=sys.stderr)
+    if len(args) not in (4, 5) or not args[0].isdigit():
+        print(
+            "usage: python -I -S bridge.py FD SLOT LOG_FILE LOG_LEVEL [PROFILE] (internal)", file=sys.stderr
+        )
         return 2
-    fd, slot, log_file, log_level = args
-    return run_proxy(socket.socket(fileno=int(fd)), slot=slot, log_file=log_file, log_level=log_level)
+    fd, slot, log_file, log_level = args[:4]
+    profile = args[4] if len(args) == 5 else None
+    return run_proxy(
+        socket.socket(fileno=int(fd)), slot=slot, log_file=log_file, log_level=log_level, profile=profile
+    )
 
 
 if __name__ == "__main__":

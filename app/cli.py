@@ -29,7 +29,7 @@ import trio
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
-from assern.app.hint import serve_arguments
+from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
 from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
@@ -78,6 +78,19 @@ def _content_text(result: Any) -> str:
 # ----------------------------------------------------------------------- commands
 
 
+def given_profile(flag: str | None, env: Mapping[str, str]) -> str | None:
+    """The profile a start was given: `--profile`, else `ASSERN_PROFILE` (empty: none)."""
+    return flag or env.get(PROFILE_VARIABLE) or None
+
+
+def profile_problem(config: ResolvedConfig, profile: str | None) -> str | None:
+    """What is wrong with serving `profile` under `config`, if anything."""
+    if profile is None or config.settings.profile(profile) is not None:
+        return None
+    names = ", ".join(p.name for p in config.settings.profiles) or "none configured"
+    return f"unknown profile {profile!r} (profiles: {names})"
+
+
 def _elect(config: ResolvedConfig) -> Primary | Proxy:
     """Run the election for `config` (see app/election.py).
 
@@ -119,7 +132,13 @@ def _proxy(args: argparse.Namespace, elected: Proxy) -> int:
     from assern.app.bridge import LOG_FILE, exec_bridge
 
     log_file = str(default_assern_home(environ()) / "logs" / LOG_FILE)
-    exec_bridge(elected.sock, slot=elected.slot.name, log_file=log_file, log_level=args.log_level.lower())
+    exec_bridge(
+        elected.sock,
+        slot=elected.slot.name,
+        log_file=log_file,
+        log_level=args.log_level.lower(),
+        profile=args.profile,
+    )
     raise AssertionError("unreachable: exec replaced this process")
 
 
@@ -145,12 +164,15 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
                 return link
             log.info("primary_detached", pid=os.getpid(), slot=elected.slot.name)
             primary = (elected, link)
-    trio.run(_serve_tree, config, load, primary)
+    trio.run(_serve_tree, config, load, primary, args.profile)
     return 0
 
 
 async def _serve_tree(
-    config: ResolvedConfig, load: Callable[[], ResolvedConfig], primary: tuple[Primary, LauncherLink] | None
+    config: ResolvedConfig,
+    load: Callable[[], ResolvedConfig],
+    primary: tuple[Primary, LauncherLink] | None,
+    profile: str | None,
 ) -> None:
     """Run the tree for our stdio client, met at the front door while the tree loads."""
     from assern.actors.listener.handshake import capabilities_from
@@ -178,7 +200,9 @@ async def _serve_tree(
             hosting = (
                 tree_module.Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
             )
-            tree = tree_module.Tree(config, load, stdio=True, run_dir=runs, hosting=hosting, door=door)
+            tree = tree_module.Tree(
+                config, load, stdio=True, run_dir=runs, hosting=hosting, door=door, stdio_profile=profile
+            )
             await tree.run()
             nursery.cancel_scope.cancel()
     finally:
@@ -284,6 +308,11 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         if name != "demo":
             cmd.add_argument("--config", type=Path, help="config file (TOML or mcpServers JSON)")
             cmd.add_argument("--project", help="project to use (default: detected from the directory)")
+        if name in ("serve", "list", "demo"):
+            cmd.add_argument(
+                "--profile",
+                help="the view of [profiles.NAME] (serve: default $ASSERN_PROFILE, else by client name)",
+            )
         if name == "list":
             cmd.add_argument("--json", action="store_true", help="machine-readable output")
             cmd.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
@@ -304,6 +333,12 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         return 2
     for warning in config.warnings:
         print(f"assern: warning: {warning}", file=sys.stderr)
+    if args.command in ("serve", "demo"):
+        args.profile = given_profile(args.profile, env)
+        problem = profile_problem(config, args.profile)
+        if problem is not None:
+            print(f"assern: {problem}", file=sys.stderr)
+            return 2
     log_dir = default_assern_home(env) / "logs"
     with configure_logging(log_dir, level=args.log_level):
         commands = {"serve": cmd_serve, "daemon": cmd_daemon, "demo": cmd_demo}

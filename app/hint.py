@@ -61,7 +61,9 @@ _REFERENCE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
 
 
 #: The `serve` options a hint may stand for; any other argument takes the full path.
-SERVE_OPTIONS = ("--config", "--project", "--log-level")
+SERVE_OPTIONS = ("--config", "--project", "--log-level", "--profile")
+#: The variable that gives `assern serve` a profile when `--profile` does not.
+PROFILE_VARIABLE = "ASSERN_PROFILE"
 
 
 def serve_arguments(argv: Sequence[str]) -> list[str] | None:

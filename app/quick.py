@@ -19,7 +19,14 @@ import sys
 from assern.actors.config.home import assern_home_folder
 from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
-from assern.app.hint import config_environ, hint_file, hint_key, serve_arguments, valid_hint
+from assern.app.hint import (
+    PROFILE_VARIABLE,
+    config_environ,
+    hint_file,
+    hint_key,
+    serve_arguments,
+    valid_hint,
+)
 from assern.app.instance_lock import InstanceError, InstanceLock, sharing_enabled
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see the README's figures)
@@ -72,10 +79,12 @@ def quick_proxy(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     sock = _connect(hint)
     if sock is None:
         return None
-    level = dict(zip(args[::2], args[1::2], strict=True)).get("--log-level", "info").lower()
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    level = options.get("--log-level", "info").lower()
+    profile = options.get("--profile") or environ.get(PROFILE_VARIABLE) or None
     log_file = os.path.join(home, "logs", LOG_FILE)
     log_event(log_file, level, "instance_proxy", slot=hint["slot"], socket=hint["mcp"], via="hint")
-    exec_bridge(sock, slot=hint["slot"], log_file=log_file, log_level=level)
+    exec_bridge(sock, slot=hint["slot"], log_file=log_file, log_level=level, profile=profile)
     raise AssertionError("unreachable: exec replaced this process")
 
 

@@ -32,6 +32,7 @@ from assern.actors.router.actor import RouterActor, RouterMsg
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
+from assern.actors.router.views import CatalogViews
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
 from assern.app.instance import InstanceLock, fingerprint
@@ -99,6 +100,7 @@ class Tree:
         run_dir: Path | None = None,
         hosting: Hosting | None = None,
         door: FrontDoor | None = None,
+        stdio_profile: str | None = None,
     ) -> None:
         self.handle_signals = handle_signals
         self.hosting = hosting
@@ -107,6 +109,7 @@ class Tree:
         self.pids = PidRegistry(run_dir / "pids") if run_dir is not None else None
         self.config = Cell(config)
         self.catalog: Cell[Catalog] = Cell(Catalog())
+        self.views = CatalogViews(self.catalog)
         self.directory: Cell[Directory] = Cell({})
         self.settled = trio.Event()
         self.stopped = trio.Event()
@@ -138,6 +141,7 @@ class Tree:
             settings=lambda: self.config.value.settings,
             specs=lambda: self.config.value.servers,
             capability_cache=self.capabilities,
+            views=self.views,
         )
         self.shared = SessionContext(
             catalog=self.catalog,
@@ -146,6 +150,8 @@ class Tree:
             initialize_wait=config.settings.initialize_wait,
             remembered=self._remembered_capabilities,
             list_wait=min(10.0, max((s.startup_timeout for s in config.servers.values()), default=1.0)),
+            views=self.views,
+            profiles=lambda: self.config.value.settings.profiles,
         )
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(
@@ -158,6 +164,7 @@ class Tree:
             stdio_gone=launcher.gone if launcher is not None else None,
             sockets=self._socket_service(hosting) if hosting is not None else None,
             door=door,
+            stdio_profile=stdio_profile,
         )
 
     def _socket_service(self, hosting: Hosting) -> SocketService:

@@ -17,6 +17,7 @@ from assern.actors.config.keypath import at
 from assern.actors.config.model import (
     ConfigFile,
     LocalConfigFile,
+    ProfileConfig,
     ProjectConfig,
     ServerConfig,
     SettingsConfig,
@@ -75,6 +76,7 @@ class GlobalSource:
         settings: Its `[settings]`.
         servers: Included servers first, then the file's own tables.
         projects: Its `[projects.*]`.
+        profiles: Its `[profiles.*]`.
         files: The files read, in order (the config file, then its includes).
         notes: What a converted file (the original YAML layout) could not carry over.
     """
@@ -83,6 +85,7 @@ class GlobalSource:
     settings: SettingsConfig | None = None
     servers: ServerStacks = attrs.field(factory=dict)
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
+    profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     files: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -97,6 +100,7 @@ class LocalSource:
         project: Its `project = "NAME"`.
         settings: Its `[settings]`.
         servers: Included servers first, then the file's own tables.
+        profiles: Its `[profiles.*]` (each overrides the global table of its name).
         files: The files read, in order.
     """
 
@@ -105,6 +109,7 @@ class LocalSource:
     project: str | None = None
     settings: SettingsConfig | None = None
     servers: ServerStacks = attrs.field(factory=dict)
+    profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     files: tuple[Path, ...] = ()
 
 
@@ -176,6 +181,7 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
         settings=model.settings,
         servers=_stack(included, own),
         projects=model.projects,
+        profiles=model.profiles,
         files=(path, *included_files),
         notes=notes,
     )
@@ -209,6 +215,7 @@ def read_local(root: Path, *, home: Path) -> LocalSource:
         project=model.project,
         settings=model.settings,
         servers=_stack(included, own),
+        profiles=model.profiles,
         files=(path, *included_files),
     )
 

@@ -50,6 +50,8 @@ MAX_RESTARTS = 10_000
 #: The shortest `max_name_length`: a shortened name keeps at least 7 characters of its
 #: head, then `_` and an 8-character hash (naming.py), so it stays readable and distinct.
 MIN_NAME_LENGTH = 16
+#: The largest tool count or token budget a setting may name.
+MAX_COUNT = 100_000_000
 
 
 @attrs.frozen(repr=False)
@@ -139,6 +141,32 @@ class SettingsConfig:
     initialize_wait: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
     exposure: Exposure | None = None
     pinned: tuple[str, ...] | None = None
+    max_tools: int | None = attrs.field(default=None, validator=_AtLeast(0, "an integer", most=MAX_COUNT))
+    max_list_tokens: int | None = attrs.field(
+        default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ProfileConfig:
+    """One `[profiles.NAME]` table as one file writes it (spec.Profile says what each
+    field means); a local file's table for the same name overrides field by field."""
+
+    match: tuple[str, ...] | None = None
+    exposure: Exposure | None = None
+    pinned: tuple[str, ...] | None = None
+    naming: Naming | None = None
+    max_name_length: int | None = attrs.field(
+        default=None, validator=_AtLeast(MIN_NAME_LENGTH, "an integer", most=4096)
+    )
+    servers: tuple[str, ...] | None = None
+    exclude_servers: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] | None = None
+    max_tools: int | None = attrs.field(default=None, validator=_AtLeast(0, "an integer", most=MAX_COUNT))
+    max_list_tokens: int | None = attrs.field(
+        default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -345,6 +373,7 @@ class ConfigFile:
     settings: SettingsConfig | None = None
     servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
+    profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     include: tuple[str, ...] = ()
 
     def problems(self, *, included: Collection[str]) -> list[str]:
@@ -378,4 +407,5 @@ class LocalConfigFile:
     project: str | None = None
     settings: SettingsConfig | None = None
     servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
+    profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     include: tuple[str, ...] = ()

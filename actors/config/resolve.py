@@ -35,6 +35,9 @@ up enabled are expanded, so an unused server's missing variable is not an error.
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 from assern.actors.config.home import (
     GLOBAL_CONFIG,
@@ -59,9 +62,10 @@ from assern.actors.config.merge import (
     policy_warnings,
     resolve_server,
 )
-from assern.actors.config.model import ProjectConfig, SettingsConfig
+from assern.actors.config.model import ProfileConfig, ProjectConfig, SettingsConfig
 from assern.actors.config.project import detect_project, find_local_root
 from assern.actors.config.spec import (
+    Profile,
     Provenance,
     ResolvedConfig,
     ServerSpec,
@@ -175,9 +179,11 @@ def resolve_config(
             servers[name] = spec
             warnings += policy_warnings(spec)
     problems.raise_first(files)
+    profiles = _profiles(source.profiles, local.profiles if local else {})
+    warnings += profile_warnings(profiles, servers)
 
     return ResolvedConfig(
-        settings=_settings(source.settings, local.settings if local else None),
+        settings=_settings(source.settings, local.settings if local else None, profiles=profiles),
         servers=servers,
         project=match.name,
         files=tuple(dict.fromkeys(files)),
@@ -242,11 +248,12 @@ def _enabled_stacks(
     return {name: layers for name, layers in stacks.items() if name in enabled}
 
 
-def _settings(*layers: SettingsConfig | None) -> Settings:
+def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()) -> Settings:
     defaults = Settings()
     naming, max_name_length = defaults.naming, defaults.max_name_length
     initialize_wait = defaults.initialize_wait
     exposure, pinned = defaults.exposure, defaults.pinned
+    max_tools, max_list_tokens = defaults.max_tools, defaults.max_list_tokens
     for layer in layers:
         if layer is None:
             continue
@@ -257,10 +264,44 @@ def _settings(*layers: SettingsConfig | None) -> Settings:
             initialize_wait = float(layer.initialize_wait)
         exposure = layer.exposure if layer.exposure is not None else exposure
         pinned = layer.pinned if layer.pinned is not None else pinned
+        max_tools = layer.max_tools if layer.max_tools is not None else max_tools
+        max_list_tokens = layer.max_list_tokens if layer.max_list_tokens is not None else max_list_tokens
     return Settings(
         naming=naming,
         max_name_length=max_name_length,
         initialize_wait=initialize_wait,
         exposure=exposure,
         pinned=pinned,
+        max_tools=max_tools,
+        max_list_tokens=max_list_tokens,
+        profiles=profiles,
     )
+
+
+def profile_warnings(profiles: tuple[Profile, ...], servers: Mapping[str, ServerSpec]) -> list[str]:
+    """A profile that names a server this configuration does not run (a typo, or a
+    server of another project) shows nothing of it: worth a word, not an error."""
+    warnings = []
+    for profile in profiles:
+        for key in ("servers", "exclude_servers"):
+            for name in getattr(profile, key) or ():
+                if name not in servers:
+                    known = ", ".join(servers) or "none"
+                    warnings.append(
+                        f"profile {profile.name!r}: {key} names {name!r}, which is not a server "
+                        f"of this configuration (servers: {known})"
+                    )
+    return warnings
+
+
+def _profiles(*files: Mapping[str, ProfileConfig]) -> tuple[Profile, ...]:
+    """The profiles of every file, in declaration order (the global file's first); a later
+    file's table of the same name overrides the fields it sets."""
+    merged: dict[str, dict[str, Any]] = {}
+    for tables in files:
+        for name, table in tables.items():
+            fields = merged.setdefault(name, {})
+            fields.update(
+                {key: value for key, value in attrs.asdict(table, recurse=False).items() if value is not None}
+            )
+    return tuple(Profile(name=name, **fields) for name, fields in merged.items())

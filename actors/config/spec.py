@@ -47,6 +47,40 @@ class Provenance:
 
 
 @attrs.frozen(kw_only=True)
+class Profile:
+    """One `[profiles.NAME]`: the view of the catalog one kind of client gets.
+
+    Every field left unset (None) takes the `[settings]` value; `servers`, `tools` and
+    their exclusions filter what the settings' view shows.
+
+    Attributes:
+        name: The table's name (`--profile NAME`, `ASSERN_PROFILE`).
+        match: Globs over a client's `clientInfo.name`; the first profile that matches
+            serves the client.
+        servers: The only servers shown (None: every server).
+        exclude_servers: Servers never shown.
+        tools: Globs over exposed tool names (or `SERVER_TOOL`): the only tools shown.
+        exclude_tools: Globs of tools never shown.
+        max_tools: More tools than this in the view serves it in search exposure.
+        max_list_tokens: A tools/list longer than this many (estimated) tokens serves the
+            view in search exposure.
+    """
+
+    name: str
+    match: tuple[str, ...] = ()
+    exposure: Exposure | None = None
+    pinned: tuple[str, ...] | None = None
+    naming: Naming | None = None
+    max_name_length: int | None = None
+    servers: tuple[str, ...] | None = None
+    exclude_servers: tuple[str, ...] = ()
+    tools: tuple[str, ...] | None = None
+    exclude_tools: tuple[str, ...] = ()
+    max_tools: int | None = None
+    max_list_tokens: int | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Settings:
     """Aggregator-wide settings (`[settings]`, the local file's winning over the global's).
 
@@ -60,6 +94,11 @@ class Settings:
         exposure: "all" lists every tool; "search" lists the meta-tools (search_tools,
             describe_tools, call_tool) and the pinned tools only.
         pinned: Globs over exposed tool names listed in full beside the meta-tools.
+        max_tools: More tools than this serves the catalog in search exposure (None: no
+            limit).
+        max_list_tokens: A tools/list longer than this many (estimated) tokens serves the
+            catalog in search exposure (None: no limit).
+        profiles: The `[profiles.*]` tables, in declaration order (global file first).
     """
 
     naming: Naming = "prefix"
@@ -67,6 +106,13 @@ class Settings:
     initialize_wait: float = 0.0
     exposure: Exposure = "all"
     pinned: tuple[str, ...] = ()
+    max_tools: int | None = None
+    max_list_tokens: int | None = None
+    profiles: tuple[Profile, ...] = ()
+
+    def profile(self, name: str | None) -> Profile | None:
+        """The profile called `name`, if there is one."""
+        return next((p for p in self.profiles if p.name == name), None)
 
 
 @attrs.frozen(kw_only=True)

@@ -36,6 +36,7 @@ from assern.actors.listener.session import ClientConnection, SessionContext
 from assern.actors.listener.socket_basics import peer_credentials
 from assern.actors.listener.stdio import claim_stdio
 from assern.actors.listener.unix_socket import UnixListener, refuse
+from assern.actors.router.views import estimate_tokens
 from assern.supervisor.trionics import main_error
 
 if TYPE_CHECKING:
@@ -114,6 +115,8 @@ class ListenerActor:
         sockets: A primary's sockets, or None for an isolated instance.
         door: The front door that holds stdio (`assern serve`); without one, the
             listener claims stdio itself.
+        stdio_profile: The profile the stdio client gets (`assern serve --profile`),
+            or None to match its name against the profiles.
     """
 
     def __init__(
@@ -128,8 +131,10 @@ class ListenerActor:
         stdio_gone: Callable[[], Awaitable[None]] | None = None,
         sockets: SocketService | None = None,
         door: StdioDoor | None = None,
+        stdio_profile: str | None = None,
     ) -> None:
         self.shared = shared
+        self.stdio_profile = stdio_profile
         self.door = door
         self.notes = notes
         self.stdio = stdio
@@ -164,15 +169,21 @@ class ListenerActor:
 
     def client_views(self) -> list[ClientView]:
         """The connected MCP clients, for status."""
-        return [
-            ClientView(
-                id=connection.client_id,
-                kind=connection.client_id.rsplit("-", 1)[0],
-                name=connection.client_name,
-                connected_at=connection.connected_at,
+        views = []
+        for connection in self.connections.values():
+            catalog = connection.routing.catalog
+            views.append(
+                ClientView(
+                    id=connection.client_id,
+                    kind=connection.client_id.rsplit("-", 1)[0],
+                    name=connection.client_name,
+                    connected_at=connection.connected_at,
+                    profile=connection.profile,
+                    exposure=catalog.exposure,
+                    list_tokens=estimate_tokens(catalog.tools_json),
+                )
             )
-            for connection in self.connections.values()
-        ]
+        return views
 
     async def serve_connection(
         self,
@@ -181,13 +192,15 @@ class ListenerActor:
         send: trio.abc.SendStream,
         *,
         answered: RequestId | None = None,
+        profile: str | None = None,
     ) -> None:
         """Serve one client over a byte stream pair until it disconnects.
 
         `answered`: the id of the initialize the front door answered already.
+        `profile`: the profile it gets whatever its name (None: matched by its name).
         """
         client_id = f"{kind}-{next(self._ids)}"
-        connection = ClientConnection(client_id, self.shared)
+        connection = ClientConnection(client_id, self.shared, profile=profile)
         self.connections[client_id] = connection
         try:
             await contained(client_id, connection.serve(receive, send, answered=answered))
@@ -204,10 +217,12 @@ class ListenerActor:
                 nursery.start_soon(self._end_stdio_when_gone, nursery.cancel_scope)
             if self.door is not None:
                 wire = await self.door.take()
-                await self.serve_connection("stdio", wire.receive, wire.send, answered=wire.answered)
+                await self.serve_connection(
+                    "stdio", wire.receive, wire.send, answered=wire.answered, profile=self.stdio_profile
+                )
             else:
                 with claim_stdio() as (stdin, stdout):
-                    await self.serve_connection("stdio", stdin, stdout)
+                    await self.serve_connection("stdio", stdin, stdout, profile=self.stdio_profile)
             nursery.cancel_scope.cancel()
         if self.door is not None:
             self.door.close()

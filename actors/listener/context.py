@@ -11,7 +11,7 @@ backend request fails with to the JSON-RPC error the client gets.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -20,10 +20,12 @@ import trio
 
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendUnavailable
+from assern.actors.config.spec import Profile
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.handshake import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
+from assern.actors.router.views import CatalogViews
 from assern.supervisor.cell import Cell
 
 if TYPE_CHECKING:
@@ -63,6 +65,12 @@ class SessionContext:
     instructions: str | None = None
     #: recent call latencies per backend, recorded by every connection (for status)
     stats: CallStats = attrs.field(factory=CallStats, eq=False)
+    #: the catalog of every view: `catalog` (the settings') and each profile's
+    views: CatalogViews = attrs.field(
+        default=attrs.Factory(lambda self: CatalogViews(self.catalog), takes_self=True), eq=False
+    )
+    #: the profiles of the configuration in effect, to choose a client's by its name
+    profiles: Callable[[], Sequence[Profile]] = tuple
 
 
 class Peer(Protocol):

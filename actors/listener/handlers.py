@@ -52,7 +52,7 @@ class Handlers:
     """The request handlers of one connection, and the resources its client subscribed to.
 
     Args:
-        routing: Lookups over the shared catalog and backends.
+        routing: Lookups over the connection's view of the catalog and the backends.
         origin: This client as the origin of a backend call (for server-to-client requests).
     """
 
@@ -91,7 +91,7 @@ class Handlers:
     async def _call_tool(
         self, ctx: RequestContext, params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        catalog = self.shared.catalog.value
+        catalog = self._routing.catalog
         if catalog.exposure == "search" and params.name in META_TOOLS:
             return await self._meta_tool(ctx, params, catalog)
         route = catalog.tools.get(params.name)
@@ -105,6 +105,14 @@ class Handlers:
                     f"Tool '{params.name}' is not allowed: server '{server}' "
                     "exposes only the tools in its `allowed` list.",
                     {"tool": params.name, "server": server},
+                )
+            if params.name in catalog.outside:
+                server = catalog.outside[params.name]
+                raise RpcError(
+                    types.INVALID_PARAMS,
+                    f"Tool '{params.name}' (server '{server}') is not in this client's profile "
+                    f"'{catalog.profile}': its servers and tools settings leave it out.",
+                    {"tool": params.name, "server": server, "profile": catalog.profile},
                 )
             down = self._routing.down_owner(params.name)
             if down is not None:
@@ -194,7 +202,7 @@ class Handlers:
             )
         except Exception as exc:
             raise to_rpc_error(exc) from None
-        catalog = self.shared.catalog.value
+        catalog = self._routing.catalog
         contents = [
             c.model_copy(
                 update={"uri": exposed_uri(catalog, target.server, str(c.uri), natural=target.natural)}

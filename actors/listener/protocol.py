@@ -38,7 +38,7 @@ import attrs
 import mcp_types as types
 import structlog
 import trio
-from mcp_types import PROTOCOL_VERSION_META_KEY
+from mcp_types import CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.forward import Forwarder, ForwardLost
@@ -90,6 +90,20 @@ def has_envelope(params: Mapping[str, Any] | None) -> bool:
     """Whether request params carry the 2026-07-28 envelope (its protocol-version key)."""
     meta = params.get("_meta") if params else None
     return isinstance(meta, Mapping) and PROTOCOL_VERSION_META_KEY in meta
+
+
+#: The notification a proxy sends before its client's bytes when its start was given a
+#: profile (`assern serve --profile NAME`: app/bridge.py writes the same line).
+PROFILE_NOTE = "assern/profile"
+
+
+def modern_client_name(raw: Any) -> str | None:
+    """The `clientInfo.name` a 2026-07-28 request carries in its `_meta`, if any."""
+    params = raw.get("params") if isinstance(raw, Mapping) else None
+    meta = params.get("_meta") if isinstance(params, Mapping) else None
+    info = meta.get(CLIENT_INFO_META_KEY) if isinstance(meta, Mapping) else None
+    name = info.get("name") if isinstance(info, Mapping) else None
+    return name if isinstance(name, str) else None
 
 
 def opens_modern(message: types.JSONRPCMessage) -> bool:

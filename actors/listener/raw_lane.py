@@ -46,7 +46,7 @@ class RawLane:
     """The raw lane of one connection: its calls in flight, by the client's request id.
 
     Args:
-        routing: Lookups over the shared catalog and backends.
+        routing: Lookups over the connection's view of the catalog and the backends.
         session: The connection's handshake-era session once initialized, else None (the
             lane is open on initialized sessions only).
         origin: This client as the origin of a backend call.
@@ -113,7 +113,7 @@ class RawLane:
             return False
         if meta is not None and (not isinstance(meta, dict) or PROTOCOL_VERSION_META_KEY in meta):
             return False
-        catalog = self.shared.catalog.value
+        catalog = self._routing.catalog
         if catalog.exposure == "search" and name in META_TOOLS:
             unwrapped = unwrap_call_tool(name, arguments)
             if unwrapped is None:
@@ -206,7 +206,7 @@ class RawLane:
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
-        tools = b"".join((b'{"tools":', self.shared.catalog.value.tools_json, b"}"))
+        tools = b"".join((b'{"tools":', self._routing.catalog.tools_json, b"}"))
         self.write(framing.encoded_result(request_id, tools))
         return True
 

@@ -55,12 +55,18 @@ class ClientView:
         kind: "stdio" or "socket".
         name: The `clientInfo.name` it gave at initialize, if any.
         connected_at: When it connected (epoch seconds).
+        profile: The profile serving it, or None for the settings' view.
+        exposure: How its tools are listed ("all" or "search").
+        list_tokens: About how many tokens its tools/list answer takes.
     """
 
     id: str
     kind: str
     name: str | None
     connected_at: float
+    profile: str | None = None
+    exposure: str = "all"
+    list_tokens: int = 0
 
 
 def _round(value: float | None, digits: int = 1) -> float | None:
@@ -131,6 +137,9 @@ def instance_report(
                 "kind": client.kind,
                 "name": client.name,
                 "connected_s": _round(now - client.connected_at),
+                "profile": client.profile,
+                "exposure": client.exposure,
+                "list_tokens": client.list_tokens,
             }
             for client in clients
         ],

@@ -1,10 +1,12 @@
-"""What every request handler of every connection asks of the shared state: which backend
-owns a name, whether the catalog lists every ready backend yet, and the call latency books.
+"""What every request handler of a connection asks of the shared state: the catalog of
+the connection's view, which backend owns a name, whether the catalog lists every ready
+backend yet, and the call latency books.
 
-`Routing` reads only the `SessionContext` all connections share (the catalog cell, the
-backend directory, the settled event, the latency window); it holds nothing of one
-connection, so the handlers (handlers.py) and the raw lane (raw_lane.py) are handed the
-same one.
+`Routing` reads the `SessionContext` all connections share (the catalog cells, the
+backend directory, the settled event, the latency window) and holds one thing of its
+connection: which view's cell it reads (the settings' view, or its client's profile;
+actors/router/views.py). The handlers (handlers.py) and the raw lane (raw_lane.py) of a
+connection are handed the same one.
 """
 
 from __future__ import annotations
@@ -22,13 +24,49 @@ from assern.actors.router import naming
 if TYPE_CHECKING:
     from assern.actors.backend.handle import BackendHandle
     from assern.actors.router.catalog import Catalog
+    from assern.supervisor.cell import Cell
 
 
 class Routing:
-    """Lookups over the shared catalog and backends, for one or many connections."""
+    """Lookups over one view's catalog and the shared backends."""
 
     def __init__(self, shared: SessionContext) -> None:
         self.shared = shared
+        #: the cell of the view this connection reads
+        self.cell: Cell[Catalog] = shared.catalog
+        self._moved = trio.Event()
+
+    @property
+    def catalog(self) -> Catalog:
+        """The current catalog of this connection's view."""
+        return self.cell.value
+
+    def use(self, cell: Cell[Catalog]) -> None:
+        """Read another view's cell from now on (wakes `next_catalog`)."""
+        if cell is not self.cell:
+            self.cell = cell
+            moved, self._moved = self._moved, trio.Event()
+            moved.set()
+
+    async def next_catalog(self, seen: int) -> tuple[int, Catalog]:
+        """Wait for a catalog newer than version `seen` of the view's cell, or for the
+        connection to move to another view; returns (its cell's version, the catalog)."""
+        cell, moved = self.cell, self._moved
+        found: tuple[int, Catalog] | None = None
+        async with trio.open_nursery() as nursery:
+
+            async def newer() -> None:
+                nonlocal found
+                found = await cell.changed(seen)
+                nursery.cancel_scope.cancel()
+
+            async def move() -> None:
+                await moved.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(newer)
+            nursery.start_soon(move)
+        return found if found is not None else (self.cell.version, self.cell.value)
 
     def handle(self, server: str) -> BackendHandle:
         """The handle of a configured backend.
@@ -42,7 +80,8 @@ class Routing:
         return handle
 
     def catalog_complete(self) -> bool:
-        """Whether the catalog lists every backend that is ready."""
+        """Whether the catalog lists every backend that is ready (the settings' view
+        lists every backend, and every view is published with it)."""
         catalog = self.shared.catalog.value
         return all(
             name in catalog.servers
@@ -65,14 +104,17 @@ class Routing:
     async def settled_catalog(self) -> Catalog:
         """The catalog once the starting backends are listed (or `list_wait` passed)."""
         await self.wait_settled(self.shared.list_wait)
-        return self.shared.catalog.value
+        return self.cell.value
 
     def down_owner(self, name: str) -> BackendUnavailable | None:
         """Why a name that carries a down server's prefix cannot be called, if it does."""
+        shows = self.cell.value.shows_server
         owners = [
             handle
             for server, handle in self.shared.directory().items()
-            if name.startswith(naming.server_prefix(server) + "_") and handle.listing is None
+            if name.startswith(naming.server_prefix(server) + "_")
+            and handle.listing is None
+            and shows(server)
         ]
         if not owners:
             return None

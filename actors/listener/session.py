@@ -53,9 +53,18 @@ from assern.actors.listener.context import (
 from assern.actors.listener.handlers import Handlers
 from assern.actors.listener.handshake import SERVER_VERSION
 from assern.actors.listener.jsonl import END, SendRaw, next_value, parse_message
-from assern.actors.listener.protocol import CLOSE_WRITE_LIMIT, Greeting, Method, ServerSession, opens_modern
+from assern.actors.listener.protocol import (
+    CLOSE_WRITE_LIMIT,
+    PROFILE_NOTE,
+    Greeting,
+    Method,
+    ServerSession,
+    modern_client_name,
+    opens_modern,
+)
 from assern.actors.listener.raw_lane import RawLane
 from assern.actors.listener.routing import Routing
+from assern.actors.router.views import choose_profile
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
@@ -80,7 +89,7 @@ Incoming = tuple[Any, types.JSONRPCMessage]
 class ClientConnection:
     """The per-client state: its id, its session, its subscriptions and calls in flight."""
 
-    def __init__(self, client_id: str, shared: SessionContext) -> None:
+    def __init__(self, client_id: str, shared: SessionContext, *, profile: str | None = None) -> None:
         self.client_id = client_id
         self.shared = shared
         #: the handshake-era session, while serving one
@@ -91,10 +100,16 @@ class ClientConnection:
         self.routing = Routing(shared)
         self.handlers = Handlers(self.routing, self._origin)
         self.lane = RawLane(self.routing, self._initialized, self._origin)
-        self._seen_version = shared.catalog.version
         #: when the client connected (epoch seconds) and the name it gave at initialize
         self.connected_at = time.time()
         self.client_name: str | None = None
+        #: the profile serving this client (None: the settings' view), and whether it was
+        #: given (`assern serve --profile`) rather than matched by the client's name
+        self.profile: str | None = None
+        self._profile_given = False
+        if profile is not None:
+            self.use_profile(profile, given=True)
+        self._seen_version = self.routing.cell.version
 
     # ------------------------------------------------------------------ serving
 
@@ -142,6 +157,8 @@ class ClientConnection:
             if opening is not None and opens_modern(opening[1]):
                 from assern.actors.listener.modern import ModernServer
 
+                self.client_name = modern_client_name(opening[0])
+                self._match_profile()
                 assert self._nursery is not None
                 modern = ModernServer(
                     self.methods(), self.shared, self.handlers.set_subscription, self._nursery
@@ -177,6 +194,8 @@ class ClientConnection:
         while (incoming := await self._next(reader, out, intercept=False)) is not None:
             if isinstance(incoming[1], types.JSONRPCRequest):
                 return lead, incoming
+            if self._take_profile_note(incoming[1]):
+                continue
             if len(lead) < LEAD_LIMIT:
                 lead.append(incoming)
             else:
@@ -199,6 +218,36 @@ class ClientConnection:
         info = params.get("clientInfo")
         if isinstance(info, Mapping) and isinstance(info.get("name"), str):
             self.client_name = info["name"]
+            self._match_profile()
+
+    def _match_profile(self) -> None:
+        """Serve the client the first profile whose `match` takes its name (unless one
+        was given for the connection)."""
+        if self._profile_given:
+            return
+        profile = choose_profile(self.shared.profiles(), self.client_name)
+        if profile is not None:
+            self.use_profile(profile)
+
+    def use_profile(self, profile: str, *, given: bool = False) -> None:
+        """Serve this connection the view of `profile` from now on."""
+        known = any(p.name == profile for p in self.shared.profiles())
+        if not known:
+            names = ", ".join(p.name for p in self.shared.profiles()) or "none"
+            log.warning("unknown_profile", profile=profile, profiles=names)
+        self.profile, self._profile_given = profile, given
+        self.routing.use(self.shared.views.cell(profile))
+        log.info("client_profile", profile=profile, client_name=self.client_name, given=given)
+
+    def _take_profile_note(self, message: types.JSONRPCMessage) -> bool:
+        """Whether `message` is a proxy's note of the profile its start was given (it
+        comes before the client's first message: app/bridge.py); if so, it is applied."""
+        if not isinstance(message, types.JSONRPCNotification) or message.method != PROFILE_NOTE:
+            return False
+        name = (message.params or {}).get("name")
+        if isinstance(name, str) and name:
+            self.use_profile(name, given=True)
+        return True
 
     async def _greet(self) -> Greeting:
         # Decided at the handshake from the backends known then (see `capabilities`);
@@ -222,7 +271,7 @@ class ClientConnection:
         a ready one, or one not ready yet whose capabilities are remembered from an earlier
         run (see actors/router/capabilities.py).
         """
-        known = [*self.shared.catalog.value.capabilities.values(), *self._remembered().values()]
+        known = [*self.routing.catalog.capabilities.values(), *self._remembered().values()]
         subscribe = any(c.resources is not None and c.resources.subscribe for c in known)
         return types.ServerCapabilities(
             tools=types.ToolsCapability(list_changed=True),
@@ -235,12 +284,16 @@ class ClientConnection:
         )
 
     def _remembered(self) -> Mapping[str, types.ServerCapabilities]:
-        """Remembered capabilities of the configured backends that are not in the catalog."""
-        live = self.shared.catalog.value.capabilities
-        return {name: caps for name, caps in self.shared.remembered().items() if name not in live}
+        """Remembered capabilities of the configured backends that are not in the catalog
+        (of those this connection's view shows)."""
+        catalog = self.routing.catalog
+        live, shows = catalog.capabilities, catalog.shows_server
+        return {
+            name: caps for name, caps in self.shared.remembered().items() if name not in live and shows(name)
+        }
 
     def _unknown_backends(self) -> list[str]:
-        known = {*self.shared.catalog.value.capabilities, *self._remembered()}
+        known = {*self.routing.catalog.capabilities, *self._remembered()}
         return [
             name
             for name, handle in self.shared.directory().items()
@@ -255,10 +308,9 @@ class ClientConnection:
     # ----------------------------------------------------------- notifications
 
     async def _follow_catalog(self) -> None:
-        cell = self.shared.catalog
-        old = cell.value
+        old = self.routing.catalog
         while True:
-            self._seen_version, new = await cell.changed(self._seen_version)
+            self._seen_version, new = await self.routing.next_catalog(self._seen_version)
             kinds = []
             if old.listed != new.listed:
                 kinds.append("tools")

@@ -1,4 +1,7 @@
-"""The router: single writer of the catalog. Rebuilds it when a backend's listing changes.
+"""The router: single writer of the catalogs. Rebuilds them when a backend's listing changes.
+
+There is one catalog per view (views.py): the settings' own, which every client gets
+unless a profile serves it, and one per `[profiles.NAME]`.
 
 Backends poke the router's mailbox with the name of the server whose listing changed;
 pokes are coalesced (one pending poke means "re-read everything"), so a burst of
@@ -17,13 +20,14 @@ import attrs
 import structlog
 import trio
 
-from assern.actors.config.spec import Exposure, Naming, ServerSpec, Settings
-from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
+from assern.actors.router.catalog import BackendListing, Catalog, search_sources
+from assern.actors.router.views import CatalogViews, View, build_view, views
 from assern.actors.search.index import SearchIndex
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
+    from assern.actors.config.spec import ServerSpec, Settings
     from assern.actors.router.capabilities import CapabilityCache
     from assern.supervisor.cell import Cell
 
@@ -51,13 +55,13 @@ class CatalogInputs:
     """Everything a catalog is built from; equal inputs build an equal catalog."""
 
     listings: tuple[BackendListing, ...]
-    naming: Naming
-    max_name_length: int
-    exposure: Exposure
-    pinned: tuple[str, ...]
+    view: View
 
 
 class RouterActor:
+    """Builds the catalog of every view (the settings' and each profile's) and publishes
+    each in its cell of `views`."""
+
     def __init__(
         self,
         inbox: trio.MemoryReceiveChannel[RouterMsg],
@@ -67,58 +71,71 @@ class RouterActor:
         *,
         specs: Callable[[], Mapping[str, ServerSpec]] = dict,
         capability_cache: CapabilityCache | None = None,
+        views: CatalogViews | None = None,
     ) -> None:
         self.inbox = inbox
         self.catalog = catalog
+        self.views = views if views is not None else CatalogViews(catalog)
         self._listings = listings
         self._settings = settings
         self._specs = specs
         self._cache = capability_cache
-        #: what the current catalog was built from (None: nothing built yet)
-        self._built_from: CatalogInputs | None = None
-        #: the last search index built (search exposure), the base of the next one
-        self._index = SearchIndex()
+        #: what each view's current catalog was built from (absent: nothing built yet)
+        self._built_from: dict[str | None, CatalogInputs] = {}
+        #: each view's last search index (search exposure), the base of its next one
+        self._indexes: dict[str | None, SearchIndex] = {}
 
     def rebuild(self) -> Catalog:
-        """Publish the catalog of the current listings, unless they built the current one."""
-        settings = self._settings()
-        current = self.catalog.value
-        inputs = CatalogInputs(
-            tuple(self._listings()),
-            settings.naming,
-            settings.max_name_length,
-            settings.exposure,
-            settings.pinned,
-        )
-        if inputs == self._built_from:
-            if self._cache is not None:  # a restarted backend may start another way now
-                self._cache.remember(self._specs(), current.capabilities)
-            return current
-        catalog = build_catalog(
-            inputs.listings,
-            version=current.version + 1,
-            mode=inputs.naming,
-            max_name_length=inputs.max_name_length,
-            exposure=inputs.exposure,
-            pinned=inputs.pinned,
-        )
-        if inputs.exposure == "search":
+        """Publish each view's catalog of the current listings, unless they built it."""
+        wanted = views(self._settings())
+        listings = tuple(self._listings())
+        for name in wanted:
+            if name is not None:
+                self.views.cell(name)  # every profile's cell exists before a client asks
+        changed = self._publish(None, self.catalog, CatalogInputs(listings, wanted[None]))
+        default = self.catalog.value
+        for name, cell in self.views.profiles():
+            view = wanted.get(name)
+            if view is not None:
+                self._publish(name, cell, CatalogInputs(listings, view))
+            elif cell.value is not default:  # no such profile (any more): the settings' view
+                self._built_from.pop(name, None)
+                cell.set(default)
+        if changed:
+            if self._cache is not None:
+                self._cache.remember(self._specs(), default.capabilities)
+            log.info(
+                "catalog_rebuilt",
+                version=default.version,
+                tools=len(default.tools),
+                resources=len(default.resources),
+                prompts=len(default.prompts),
+                servers=sorted(default.servers),
+            )
+        elif self._cache is not None:  # a restarted backend may start another way now
+            self._cache.remember(self._specs(), default.capabilities)
+        return default
+
+    def _publish(self, name: str | None, cell: Cell[Catalog], inputs: CatalogInputs) -> bool:
+        """Build and publish one view's catalog; False when its inputs built the current one."""
+        if self._built_from.get(name) == inputs:
+            return False
+        before = cell.value
+        catalog = build_view(inputs.listings, inputs.view, version=before.version + 1)
+        if catalog.exposure == "search":
             # Updated from the last index: only the servers whose tools changed are analysed.
-            self._index = self._index.updated(search_sources(inputs.listings, catalog))
-            catalog = attrs.evolve(catalog, search=self._index)
-        self.catalog.set(catalog)
-        self._built_from = inputs
-        if self._cache is not None:
-            self._cache.remember(self._specs(), catalog.capabilities)
-        log.info(
-            "catalog_rebuilt",
-            version=catalog.version,
-            tools=len(catalog.tools),
-            resources=len(catalog.resources),
-            prompts=len(catalog.prompts),
-            servers=sorted(catalog.servers),
-        )
-        return catalog
+            index = self._indexes.get(name, SearchIndex()).updated(search_sources(inputs.listings, catalog))
+            self._indexes[name] = index
+            catalog = attrs.evolve(catalog, search=index)
+        else:
+            self._indexes.pop(name, None)
+        if catalog.switched is not None and before.switched is None:
+            log.info("view_switched_to_search", profile=name, reason=catalog.switched)
+        elif catalog.switched is None and before.switched is not None and self._built_from.get(name):
+            log.info("view_lists_all_tools_again", profile=name, tools=len(catalog.tools))
+        cell.set(catalog)
+        self._built_from[name] = inputs
+        return True
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with structlog.contextvars.bound_contextvars(actor="router"):

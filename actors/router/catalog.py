@@ -10,7 +10,7 @@ import difflib
 import fnmatch
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Literal
 
 import attrs
@@ -22,6 +22,12 @@ from assern.actors.search.meta_tools import DEFINITIONS, META_TOOLS
 
 Naming = Literal["prefix", "hybrid"]
 Exposure = Literal["all", "search"]
+#: Whether a view shows a tool: (exposed name, server, the server's own name) -> bool
+ShowsTool = Callable[[str, str, str], bool]
+
+
+def _every_server(server: str) -> bool:
+    return True
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +109,14 @@ class Catalog:
     )
     #: the search index of every callable tool (built in search exposure only)
     search: SearchIndex | None = attrs.field(default=None, eq=False)
+    #: the client profile this catalog is the view of (None: the settings' own)
+    profile: str | None = None
+    #: exposed name -> server, for tools the profile leaves out (refused on call)
+    outside: Mapping[str, str] = attrs.field(factory=dict)
+    #: whether the view shows a configured server at all
+    shows_server: Callable[[str], bool] = attrs.field(default=_every_server, eq=False)
+    #: why this view is served in search exposure although it asks for "all", if it is
+    switched: str | None = None
 
     @property
     def tool_list(self) -> list[types.Tool]:
@@ -145,6 +159,9 @@ def build_catalog(
     max_name_length: int = 64,
     exposure: Exposure = "all",
     pinned: Sequence[str] = (),
+    shows: ShowsTool | None = None,
+    profile: str | None = None,
+    shows_server: Callable[[str], bool] = _every_server,
 ) -> Catalog:
     """Merge listings (in configuration order) into one prefixed catalog.
 
@@ -170,6 +187,7 @@ def build_catalog(
     taken_prompts: dict[str, str] = {}
     tools: dict[str, ToolRoute] = {}
     hidden: dict[str, str] = {}
+    outside: dict[str, str] = {}
     by_base: dict[str, list[str]] = {}
     prompts: dict[str, PromptRoute] = {}
     resources: dict[str, ResourceRoute] = {}
@@ -186,6 +204,9 @@ def build_catalog(
                 hidden[naming.shorten(wanted, max_name_length)] = server
                 continue
             exposed = _claim(taken_tools, wanted, f"{server}\0{tool.name}", max_name_length)
+            if shows is not None and not shows(exposed, server, tool.name):
+                outside[exposed] = server
+                continue
             tools[exposed] = ToolRoute(
                 name=exposed,
                 server=server,
@@ -257,6 +278,9 @@ def build_catalog(
         resources=resources,
         templates=tuple(templates),
         hidden={name: server for name, server in hidden.items() if name not in tools},
+        outside=outside,
+        profile=profile,
+        shows_server=shows_server,
         by_base={base: tuple(names) for base, names in by_base.items()},
         capabilities={
             listing.server: listing.capabilities for listing in listings if listing.capabilities is not None

@@ -203,7 +203,7 @@ class SearchIndex:
         self._average = tuple(max(total / self.total, 1.0) if self.total else 1.0 for total in sums)
         #: term -> (doc, score) of every doc that has it; filled on first use
         self._scored: dict[str, tuple[dict[Doc, float], float]] = {}
-        self._by_name: dict[str, Doc] | None = None
+        self._by_name: dict[str, tuple[Doc, ...]] | None = None
 
     # -------------------------------------------------------------- building
 
@@ -288,14 +288,16 @@ class SearchIndex:
                 if found is not None:
                     scores[doc] += term_idf * found
         exact = self._exact(query.strip(), server)
-        if exact is not None:  # a tool asked for by its name comes first
-            scores[exact] = max(scores.values(), default=0.0) + 1.0
+        if exact:  # a tool asked for by its name comes first (every server's, by its own name)
+            top = max(scores.values(), default=0.0) + 1.0
+            for doc in exact:
+                scores[doc] = top
         ranked = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0].name))
         hits: list[Hit] = []
         for doc, score in ranked:
             if hits and score < KEEP_SHARE * hits[0].score:
                 break
-            coverage = 1.0 if doc is exact or not weight else self._coverage(doc, asked, weight)
+            coverage = 1.0 if doc in exact or not weight else self._coverage(doc, asked, weight)
             hits.append(Hit(doc=doc, score=score, coverage=coverage))
         searched = (
             self.total
@@ -321,16 +323,18 @@ class SearchIndex:
         # Only terms of the catalog are scored (and kept): a query's other words are not.
         return term in self.df and doc in self._postings(term)[0]
 
-    def _exact(self, query: str, server: str | None) -> Doc | None:
+    def _exact(self, query: str, server: str | None) -> tuple[Doc, ...]:
+        """The tool exposed as `query`, else every tool a server calls `query` itself."""
         if self._by_name is None:
-            by_name: dict[str, Doc] = {}
+            exposed: dict[str, tuple[Doc, ...]] = {}
+            own: dict[str, tuple[Doc, ...]] = {}
             for segment in self.segments.values():
                 for doc in segment.docs:
-                    by_name.setdefault(doc.tool, doc)
-                    by_name[doc.name] = doc
-            self._by_name = by_name
-        named = self._by_name.get(query)
-        return named if named is not None and (server is None or named.server == server) else None
+                    exposed[doc.name] = (doc,)
+                    own[doc.tool] = (*own.get(doc.tool, ()), doc)
+            self._by_name = {**own, **exposed}
+        named = self._by_name.get(query, ())
+        return tuple(doc for doc in named if server is None or doc.server == server)
 
 
 def _count(df: dict[str, int], segment: Segment, sign: int) -> None:

@@ -105,7 +105,17 @@ def test_the_status_document_has_every_documented_field() -> None:
         fingerprint="f" * 64,
         directory={"alpha": handle("alpha", alpha), "beta": handle("beta", beta)},
         stats=stats,
-        clients=[ClientView(id="stdio-1", kind="stdio", name="claude-code", connected_at=995.0)],
+        clients=[
+            ClientView(
+                id="stdio-1",
+                kind="stdio",
+                name="claude-code",
+                connected_at=995.0,
+                profile="agents",
+                exposure="search",
+                list_tokens=412,
+            )
+        ],
         reload_error=None,
         now=1000.0,
         clock=100.0,
@@ -113,7 +123,17 @@ def test_the_status_document_has_every_documented_field() -> None:
     assert doc["project"] == "work"
     assert doc["uptime_s"] == 100.0
     assert doc["config_files"] == ["/c.toml"]
-    assert doc["clients"] == [{"id": "stdio-1", "kind": "stdio", "name": "claude-code", "connected_s": 5.0}]
+    assert doc["clients"] == [
+        {
+            "id": "stdio-1",
+            "kind": "stdio",
+            "name": "claude-code",
+            "connected_s": 5.0,
+            "profile": "agents",
+            "exposure": "search",
+            "list_tokens": 412,
+        }
+    ]
     first, second = doc["backends"]
     assert first["uptime_s"] == 10.0
     assert first["latency_ms"] == {"median": 2.0, "samples": 3}

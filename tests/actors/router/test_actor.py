@@ -6,8 +6,9 @@ from pathlib import Path
 
 import attrs
 import mcp_types as types
+from structlog.testing import capture_logs
 
-from assern.actors.config.spec import ServerSpec, Settings
+from assern.actors.config.spec import Profile, ServerSpec, Settings
 from assern.actors.router.actor import RouterActor
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.catalog import BackendListing, Catalog
@@ -90,3 +91,78 @@ def test_an_unchanged_catalog_still_records_capabilities_for_a_changed_start(tmp
     first = router.catalog.value
     assert router.rebuild() is first  # same listings: no new catalog ...
     assert (tmp_path / "capabilities.json").read_text() != recorded  # ... but the new start is known
+
+
+def test_every_profile_gets_its_own_catalog_cell() -> None:
+    world = World()
+    world.settings = Settings(
+        profiles=(
+            Profile(name="jira-only", servers=("jira",)),
+            Profile(name="hybrid", naming="hybrid", exclude_servers=("jira",)),
+        )
+    )
+    router = world.router()
+    default = router.rebuild()
+    assert set(default.tools) == {"github_search", "jira_search"}
+    assert set(router.views.cell("jira-only").value.tools) == {"jira_search"}
+    hybrid = router.views.cell("hybrid")
+    assert set(hybrid.value.tools) == {"search"}  # no clash once jira is left out
+    assert hybrid.value.profile == "hybrid"
+    # A name that is no profile reads the settings' view.
+    assert router.views.cell("nope").value is default
+    version = hybrid.version
+    world.listings = [*world.listings, listing("time", "now")]
+    router.rebuild()
+    assert set(hybrid.value.tools) == {"search", "now"}
+    assert hybrid.version == version + 1
+
+
+def test_a_profile_a_reload_removes_shows_the_settings_view_to_its_clients() -> None:
+    world = World()
+    world.settings = Settings(profiles=(Profile(name="small", servers=("github",)),))
+    router = world.router()
+    router.rebuild()
+    cell = router.views.cell("small")
+    assert set(cell.value.tools) == {"github_search"}
+    world.settings = Settings()
+    default = router.rebuild()
+    assert cell.value is default
+    world.settings = Settings(profiles=(Profile(name="small", servers=("jira",)),))
+    router.rebuild()
+    assert set(cell.value.tools) == {"jira_search"}  # and it comes back to the same cell
+
+
+def test_a_view_switched_to_search_says_so_once() -> None:
+    world = World()
+    world.settings = Settings(profiles=(Profile(name="small", max_tools=2),))
+    router = world.router()
+    with capture_logs() as logs:
+        router.rebuild()
+        world.listings = [*world.listings, listing("time", "now")]
+        router.rebuild()  # over the limit: switched
+        world.listings = [*world.listings, listing("clock", "tick")]
+        router.rebuild()  # still over: nothing more said
+        world.listings = world.listings[:1]
+        router.rebuild()  # back under
+    events = [(e["event"], e.get("profile")) for e in logs if e["event"].startswith("view_")]
+    assert events == [("view_switched_to_search", "small"), ("view_lists_all_tools_again", "small")]
+    switched = next(e for e in logs if e["event"] == "view_switched_to_search")
+    assert switched["reason"] == "3 tools > max_tools 2"
+    assert router.views.cell("small").value.exposure == "all"
+
+
+def test_each_search_view_keeps_its_own_index_updated() -> None:
+    world = World()
+    world.settings = Settings(exposure="search", profiles=(Profile(name="hybrid", naming="hybrid"),))
+    router = world.router()
+    router.rebuild()
+    hybrid = router.views.cell("hybrid").value
+    assert hybrid.search is not None
+    assert router.catalog.value.search is not None
+    assert {h.doc.name for h in hybrid.search.find("search").hits} == {"github_search", "jira_search"}
+    world.listings = [*world.listings, listing("time", "now")]
+    router.rebuild()
+    found = router.views.cell("hybrid").value.search
+    assert found is not None
+    assert [h.doc.name for h in found.find("now").hits] == ["now"]
+    assert [h.doc.name for h in router.catalog.value.search.find("now").hits] == ["time_now"]

@@ -157,3 +157,13 @@ def test_a_synonym_finds_the_tool_at_a_lower_weight() -> None:
     # "folder" is no word of the catalog (it weighs half) and matches through "directory"
     # at the synonym weight (half): the answer is a good one.
     assert idx.find("folder").good
+
+
+def test_a_name_several_servers_use_finds_each_of_their_tools_first() -> None:
+    gitlab = server("gitlab", tool("create_issue", "Open an issue in a GitLab project."))
+    found = index(GITHUB, gitlab, FILES).find("create_issue")
+    assert names(found)[:2] == ["github_create_issue", "gitlab_create_issue"]
+    assert all(hit.coverage == 1.0 for hit in found.hits[:2])
+    assert names(index(GITHUB, gitlab).find("create_issue", server="gitlab")) == ["gitlab_create_issue"]
+    # the exposed name picks the one tool
+    assert names(index(GITHUB, gitlab).find("gitlab_create_issue"))[0] == "gitlab_create_issue"
