@@ -83,14 +83,6 @@ def given_profile(flag: str | None, env: Mapping[str, str]) -> str | None:
     return flag or env.get(PROFILE_VARIABLE) or None
 
 
-def profile_problem(config: ResolvedConfig, profile: str | None) -> str | None:
-    """What is wrong with serving `profile` under `config`, if anything."""
-    if profile is None or config.settings.profile(profile) is not None:
-        return None
-    names = ", ".join(p.name for p in config.settings.profiles) or "none configured"
-    return f"unknown profile {profile!r} (profiles: {names})"
-
-
 def _elect(config: ResolvedConfig) -> Primary | Proxy:
     """Run the election for `config` (see app/election.py).
 
@@ -335,7 +327,7 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
         print(f"assern: warning: {warning}", file=sys.stderr)
     if args.command in ("serve", "demo"):
         args.profile = given_profile(args.profile, env)
-        problem = profile_problem(config, args.profile)
+        problem = config.settings.profile_problem(args.profile)
         if problem is not None:
             print(f"assern: {problem}", file=sys.stderr)
             return 2

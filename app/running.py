@@ -47,10 +47,11 @@ def first_line(text: str | None) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
 
-def tool_rows(tree: Tree) -> list[dict[str, str]]:
+def tool_rows(tree: Tree, profile: str | None = None) -> list[dict[str, str]]:
+    """The tools a client of `profile` (None: of no profile) may call."""
     return [
         {"name": route.name, "server": route.server, "description": first_line(route.tool.description)}
-        for route in tree.catalog.value.tools.values()
+        for route in tree.views.cell(profile).value.tools.values()
     ]
 
 

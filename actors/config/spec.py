@@ -114,6 +114,13 @@ class Settings:
         """The profile called `name`, if there is one."""
         return next((p for p in self.profiles if p.name == name), None)
 
+    def profile_problem(self, name: str | None) -> str | None:
+        """What is wrong with serving the view of profile `name` (None: the settings')."""
+        if name is None or self.profile(name) is not None:
+            return None
+        names = ", ".join(p.name for p in self.profiles) or "none configured"
+        return f"unknown profile {name!r} (profiles: {names})"
+
 
 @attrs.frozen(kw_only=True)
 class ServerSpec:

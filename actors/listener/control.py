@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
@@ -29,9 +29,13 @@ from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION
+from assern.actors.router.views import estimate_tokens
 from assern.supervisor.cell import Cell
 from assern.supervisor.io.reader import LineTooLong
 from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
+
+if TYPE_CHECKING:
+    from assern.actors.router.catalog import Catalog
 
 log = structlog.get_logger()
 
@@ -112,17 +116,32 @@ async def _settled(plane: ControlPlane) -> None:
             version, _ = await cell.changed(version)
 
 
+def _view(plane: ControlPlane, command: Command) -> Catalog:
+    """The catalog of the view the command names with `profile` (else the settings')."""
+    profile = proto.string_arg(command, "profile", required=False)
+    problem = plane.config.value.settings.profile_problem(profile)
+    if problem is not None:
+        raise ControlFailure(proto.INVALID_ARGUMENTS, problem, {"profile": profile}, command.id)
+    return plane.shared.views.cell(profile).value
+
+
 async def _list(plane: ControlPlane, command: Command) -> dict[str, Any]:
+    _view(plane, command)  # a wrong profile is refused before any wait
     await _settled(plane)
+    catalog = _view(plane, command)
     return {
-        "tools": tool_rows(plane.shared.catalog.value),
+        "tools": tool_rows(catalog),
         "problems": problems(plane.shared.directory().values()),
+        "profile": catalog.profile,
+        "exposure": catalog.exposure,
+        "switched": catalog.switched,
+        "list_tokens": estimate_tokens(catalog.tools_json),
     }
 
 
 async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
     arguments = {key: command.args[key] for key in ("query", "limit", "server") if key in command.args}
-    catalog, directory = plane.shared.catalog.value, plane.shared.directory()
+    catalog, directory = _view(plane, command), plane.shared.directory()
     return exposure.search_document(exposure.search_anyway(catalog, directory, arguments))
 
 

@@ -24,8 +24,8 @@ from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 COMMANDS: Mapping[str, str] = {
     "hello": "who this instance is: protocol, pid, project, config files, configuration fingerprint",
     "status": "the instance and every backend (README, Operations, for the fields)",
-    "list": "the aggregated tools",
-    "search": "the tools that best match a task: query, optional limit (1-50) and server",
+    "list": "the aggregated tools (of one profile's view with `profile`)",
+    "search": "the tools that best match a task: query, optional limit (1-50), server and profile",
     "call": "call a tool: tool, arguments (object), optional server (then tool is its own name)",
     "restart": "restart one backend: server",
     "stop": "stop one backend: server",

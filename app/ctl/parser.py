@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--all", action="store_true", help="every running instance")
     listing = sub.add_parser("list", help="the aggregated tools (from the running instance if any)")
     listing.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
+    listing.add_argument("--profile", help="what a client of [profiles.NAME] sees")
     search = sub.add_parser(
         "search",
         help="the tools a client's search_tools finds for a task (from the running instance if any)",
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, help="how many tools at most (1-50, default 8)")
     search.add_argument("--server", help="search only this server's tools")
     search.add_argument("--fresh", action="store_true", help="start the backends anew for this search")
+    search.add_argument("--profile", help="what a client of [profiles.NAME] finds")
     call = sub.add_parser(
         "call",
         help="call a tool: TOOL [ARGS] or SERVER TOOL [ARGS]",

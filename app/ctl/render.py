@@ -42,6 +42,15 @@ def _short(text: str | None, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def client_line(client: Mapping[str, Any]) -> str:
+    """One connected client: its id, name, profile and what its tool list costs."""
+    facts = [client["name"]] if client.get("name") else []
+    facts.append(f"profile {client['profile']}" if client.get("profile") else "no profile")
+    facts.append(f"{client.get('exposure', 'all')} exposure")
+    facts.append(f"tools/list ~{client.get('list_tokens', 0)} tokens")
+    return f"{client['id']}: {', '.join(facts)}"
+
+
 def render_status(doc: Mapping[str, Any]) -> list[str]:
     """The readable form of one instance's status document."""
     project = doc.get("project") or "(no project)"
@@ -52,8 +61,8 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     lines.append(f"  socket   {doc['sockets']['mcp']}")
     lines.append(f"  config   {', '.join(doc.get('config_files') or []) or '(no file)'}")
     clients = doc.get("clients") or []
-    named = [c["id"] + (f" ({c['name']})" if c.get("name") else "") for c in clients]
-    lines.append(f"  clients  {len(clients)}" + (f": {', '.join(named)}" if named else ""))
+    lines.append(f"  clients  {len(clients)}")
+    lines += [f"    {client_line(c)}" for c in clients]
     if doc.get("reload_error"):
         lines.append("  ! the last reload failed; the configuration before it stays in force:")
         lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]

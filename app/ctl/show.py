@@ -10,13 +10,15 @@ import trio
 
 from assern.actors.config.home import default_assern_home
 from assern.app.control_client import ControlError, ControlUnavailable, request
-from assern.app.ctl.common import all_instances, find_instance, load_config, print_json, require
+from assern.app.ctl.common import Usage, all_instances, find_instance, load_config, print_json, require
 from assern.app.ctl.render import render_status, table
 from assern.app.running import environ, list_rows, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
     import argparse
+
+    from assern.actors.config.spec import ResolvedConfig
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -47,11 +49,25 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile(args: argparse.Namespace, config: ResolvedConfig) -> dict[str, Any]:
+    """`{"profile": NAME}` when `--profile` names one of `config`'s profiles, else {}.
+
+    Raises:
+        Usage: no profile of that name.
+    """
+    profile = getattr(args, "profile", None)
+    problem = config.settings.profile_problem(profile)
+    if problem is not None:
+        raise Usage(problem)
+    return {"profile": profile} if profile is not None else {}
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     config, load = load_config(args)
+    view = _profile(args, config)
     instance = None if args.fresh else find_instance(args)[1]
     if instance is not None:
-        listing = request(instance.slot.control, "list", timeout=60.0)
+        listing = request(instance.slot.control, "list", timeout=60.0, **view)
         tools, problems = listing["tools"], listing["problems"]
         source: dict[str, Any] = {"source": "running-instance", "pid": instance.pid}
         source["slot"] = instance.slot.name
@@ -59,16 +75,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
 
         async def body(tree: Any) -> list[dict[str, str]]:
-            return tool_rows(tree)
+            return tool_rows(tree, view.get("profile"))
 
         with configure_logging(default_assern_home(environ()) / "logs", level=args.log_level):
             tools, problems = trio.run(list_rows, config, load, body)
         source = {"source": "fresh"}
         marker = "(fresh start: the backends were started for this listing)"
     if args.json:
-        print_json({**source, "tools": tools, "problems": problems})
+        print_json({**source, **view, "tools": tools, "problems": problems})
     else:
-        print(marker)
+        print(marker + (f", profile {view['profile']}" if view else ""))
         if not config.servers:
             print("No servers are configured.", file=sys.stderr)
         rows = [[t["name"], t["server"], t["description"]] for t in tools]
@@ -87,14 +103,15 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.server is not None:
         query["server"] = args.server
     config, load = load_config(args)
+    view = _profile(args, config)
     instance = None if args.fresh else find_instance(args)[1]
     if instance is not None:
-        doc = request(instance.slot.control, "search", timeout=60.0, **query)
+        doc = request(instance.slot.control, "search", timeout=60.0, **query, **view)
     else:
         from assern.actors.listener import exposure
 
         async def body(tree: Any) -> dict[str, Any]:
-            catalog, directory = tree.catalog.value, tree.directory.value
+            catalog, directory = tree.views.cell(view.get("profile")).value, tree.directory.value
             return exposure.search_document(exposure.search_anyway(catalog, directory, query))
 
         with configure_logging(default_assern_home(environ()) / "logs", level=args.log_level):
