@@ -71,6 +71,14 @@ class Stopped(Exception):
         self.signum = signum
 
 
+def announce(sock: socket.socket, profile: str) -> None:
+    """Tell the primary the profile of this connection, before any byte of the client."""
+    try:
+        sock.sendall(profile_note(profile))
+    except OSError:
+        pass  # the primary is gone: the bridge finds out and says so
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -183,10 +191,7 @@ def run_proxy(
         signal.signal(signum, _stop)
     try:
         if profile:
-            try:
-                sock.sendall(profile_note(profile))
-            except OSError:
-                pass  # the primary is gone: the bridge finds out and says so
+            announce(sock, profile)
         ended = bridge(sock)
     except Stopped as stop:
         log_event(log_file, log_level, "proxy_stopped", ended_by="signal", signal=stop.signum, slot=slot)

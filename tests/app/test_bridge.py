@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from assern.actors.listener.protocol import PROFILE_NOTE
 from assern.app import bridge as bridge_module
 from assern.app.bridge import bridge, log_event
 
@@ -153,3 +154,19 @@ def test_the_bridge_script_refuses_wrong_arguments() -> None:
     )
     assert done.returncode == 2
     assert "usage" in done.stderr
+
+
+def test_a_profile_is_announced_before_the_client_bytes(ends: Ends) -> None:
+    """The primary reads the profile note first (actors/listener/session.py)."""
+    assert bridge_module.PROFILE_NOTE == PROFILE_NOTE
+    note = {"jsonrpc": "2.0", "method": PROFILE_NOTE, "params": {"name": "small"}}
+    assert json.loads(bridge_module.profile_note("small")) == note
+    bridge_module.announce(ends.proxy_sock, "small")
+    ends.start()
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    os.write(ends.client_write, ping)
+    os.close(ends.client_write)
+    first = bridge_module.profile_note("small")
+    assert ends.read_primary(len(first) + len(ping)) == first + ping
+    ends.primary.close()
+    assert ends.result() == "client"
