@@ -33,6 +33,7 @@ from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
+from assern.actors.search.semantic_actor import SemanticActor
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
 from assern.app.instance import InstanceLock, fingerprint
@@ -57,12 +58,18 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from assern.actors.config.spec import ResolvedConfig
+    from assern.actors.search.semantic import Semantic
     from assern.app.front_door import FrontDoor
 
 log = structlog.get_logger()
 
 _CORE_POLICY = RestartPolicy(
     restart=Restart.PERMANENT, max_restarts=3, restart_window=30.0, backoff_initial=0.1, backoff_max=1.0
+)
+
+
+_SEMANTIC_POLICY = RestartPolicy(
+    restart=Restart.TRANSIENT, max_restarts=2, restart_window=60.0, backoff_initial=1.0, backoff_max=5.0
 )
 
 
@@ -110,6 +117,7 @@ class Tree:
         self.config = Cell(config)
         self.catalog: Cell[Catalog] = Cell(Catalog())
         self.views = CatalogViews(self.catalog)
+        self.semantic: Cell[Semantic | None] = Cell(None)
         self.directory: Cell[Directory] = Cell({})
         self.settled = trio.Event()
         self.stopped = trio.Event()
@@ -152,6 +160,13 @@ class Tree:
             list_wait=min(10.0, max((s.startup_timeout for s in config.servers.values()), default=1.0)),
             views=self.views,
             profiles=lambda: self.config.value.settings.profiles,
+            semantic=self.semantic,
+        )
+        self.semantic_actor = SemanticActor(
+            self.catalog,
+            self.semantic,
+            enabled=lambda: self.config.value.settings.search.semantic != "off",
+            cache_folder=cache_file(run_dir.parent).parent if run_dir is not None else None,
         )
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(
@@ -278,6 +293,8 @@ class Tree:
             core("router", self.router.run),
             core("backends", self.backends.run, ChildKind.SUPERVISOR),
             core("listener", self.listener.run),
+            # Last: its restart restarts nothing else; exhausted, it leaves search to words.
+            ChildSpec(id="semantic", start=self.semantic_actor.run, policy=_SEMANTIC_POLICY),
         ]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -19,7 +19,7 @@ import attrs
 
 from assern.actors.config.env import MergeMode
 from assern.actors.config.keypath import KeyPath, at
-from assern.actors.config.spec import ConfigError, Exposure, Naming, StartMode, Transport
+from assern.actors.config.spec import ConfigError, Exposure, Naming, SemanticMode, StartMode, Transport
 from assern.actors.config.structure import (
     CONVERTER,
     Invalid,
@@ -130,6 +130,29 @@ class _Directories:
 # -- the tables ---------------------------------------------------------------------------
 
 
+def _weight() -> Any:
+    return attrs.field(default=None, validator=_AtLeast(0, "a weight", most=100))
+
+
+@attrs.frozen(kw_only=True)
+class FieldWeightsConfig:
+    """`[settings.search] fields = {...}`: each field's weight (spec.SearchSettings)."""
+
+    name: float | None = _weight()
+    description: float | None = _weight()
+    parameters: float | None = _weight()
+    server: float | None = _weight()
+    instructions: float | None = _weight()
+
+
+@attrs.frozen(kw_only=True)
+class SearchConfig:
+    """`[settings.search]` as one file writes it."""
+
+    semantic: SemanticMode | None = None
+    fields: FieldWeightsConfig | None = None
+
+
 @attrs.frozen(kw_only=True)
 class SettingsConfig:
     """`[settings]` as one file writes it."""
@@ -145,6 +168,7 @@ class SettingsConfig:
     max_list_tokens: int | None = attrs.field(
         default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
     )
+    search: SearchConfig | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -68,6 +68,7 @@ from assern.actors.config.spec import (
     Profile,
     Provenance,
     ResolvedConfig,
+    SearchSettings,
     ServerSpec,
     Settings,
 )
@@ -254,6 +255,7 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
     initialize_wait = defaults.initialize_wait
     exposure, pinned = defaults.exposure, defaults.pinned
     max_tools, max_list_tokens = defaults.max_tools, defaults.max_list_tokens
+    search: dict[str, Any] = {}
     for layer in layers:
         if layer is None:
             continue
@@ -266,6 +268,12 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
         pinned = layer.pinned if layer.pinned is not None else pinned
         max_tools = layer.max_tools if layer.max_tools is not None else max_tools
         max_list_tokens = layer.max_list_tokens if layer.max_list_tokens is not None else max_list_tokens
+        if layer.search is not None:
+            if layer.search.semantic is not None:
+                search["semantic"] = layer.search.semantic
+            if layer.search.fields is not None:
+                fields = attrs.asdict(layer.search.fields, recurse=False)
+                search.update({key: float(value) for key, value in fields.items() if value is not None})
     return Settings(
         naming=naming,
         max_name_length=max_name_length,
@@ -275,6 +283,7 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
         max_tools=max_tools,
         max_list_tokens=max_list_tokens,
         profiles=profiles,
+        search=SearchSettings(**search),
     )
 
 

@@ -31,6 +31,31 @@ Transport = Literal["stdio", "streamable-http", "sse"]
 StartMode = Literal["eager", "lazy"]
 Naming = Literal["prefix", "hybrid"]
 Exposure = Literal["all", "search"]
+SemanticMode = Literal["auto", "off"]
+
+
+@attrs.frozen(kw_only=True)
+class SearchSettings:
+    """`[settings.search]`: how search_tools ranks (the defaults need no tuning).
+
+    Attributes:
+        semantic: "auto" ranks by meaning too when the `assern[semantic]` extra is
+            installed; "off" ranks by words only.
+        name, description, parameters, server, instructions: How much a word counts in
+            each field of a tool (its own name, its description, its parameters' names
+            and descriptions, its server's name, its server's instructions).
+    """
+
+    semantic: SemanticMode = "auto"
+    name: float = 3.0
+    description: float = 1.0
+    parameters: float = 0.8
+    server: float = 1.5
+    instructions: float = 0.2
+
+    @property
+    def weights(self) -> tuple[float, float, float, float, float]:
+        return (self.name, self.description, self.parameters, self.server, self.instructions)
 
 
 @attrs.frozen(kw_only=True)
@@ -99,6 +124,7 @@ class Settings:
         max_list_tokens: A tools/list longer than this many (estimated) tokens serves the
             catalog in search exposure (None: no limit).
         profiles: The `[profiles.*]` tables, in declaration order (global file first).
+        search: `[settings.search]`, how search_tools ranks.
     """
 
     naming: Naming = "prefix"
@@ -109,6 +135,7 @@ class Settings:
     max_tools: int | None = None
     max_list_tokens: int | None = None
     profiles: tuple[Profile, ...] = ()
+    search: SearchSettings = attrs.field(factory=SearchSettings)
 
     def profile(self, name: str | None) -> Profile | None:
         """The profile called `name`, if there is one."""

@@ -26,6 +26,7 @@ from assern.actors.listener.handshake import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
+from assern.actors.search.semantic import Semantic
 from assern.supervisor.cell import Cell
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ class SessionContext:
     )
     #: the profiles of the configuration in effect, to choose a client's by its name
     profiles: Callable[[], Sequence[Profile]] = tuple
+    #: the model and tool vectors of semantic search (None: ranking by words only)
+    semantic: Cell[Semantic | None] = attrs.field(factory=lambda: Cell(None), eq=False)
 
 
 class Peer(Protocol):

@@ -142,7 +142,8 @@ async def _list(plane: ControlPlane, command: Command) -> dict[str, Any]:
 async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
     arguments = {key: command.args[key] for key in ("query", "limit", "server") if key in command.args}
     catalog, directory = _view(plane, command), plane.shared.directory()
-    return exposure.search_document(exposure.search_anyway(catalog, directory, arguments))
+    semantic = plane.shared.semantic.value
+    return exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic))
 
 
 def _tool_name(plane: ControlPlane, command: Command, server: str, tool: str) -> str:

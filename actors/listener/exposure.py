@@ -22,6 +22,7 @@ from assern.actors.router.catalog import Catalog, search_sources, suggest_tools
 from assern.actors.search import meta_tools
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.meta_tools import BadArguments
+from assern.actors.search.semantic import Semantic, fused_find
 
 if TYPE_CHECKING:
     from assern.actors.backend.handle import BackendHandle
@@ -47,14 +48,19 @@ def search(
     arguments: Mapping[str, Any] | None,
     waiting: list[str],
     index: SearchIndex | None = None,
+    semantic: Semantic | None = None,
 ) -> types.CallToolResult:
-    """`search_tools` over `index`, or over the catalog's own (search exposure)."""
+    """`search_tools` over `index`, or over the catalog's own (search exposure); by
+    meaning too when `semantic` is given (actors/search/semantic.py)."""
     index = index or catalog.search or SearchIndex()
     try:
         request = meta_tools.search_request(arguments, sorted(catalog.servers))
     except BadArguments as exc:
         return meta_tools.error_result(str(exc))
-    found = index.find(request.query, limit=request.limit, server=request.server)
+    if semantic is not None:
+        found = fused_find(index, semantic, request.query, limit=request.limit, server=request.server)
+    else:
+        found = index.find(request.query, limit=request.limit, server=request.server)
     descriptions = {hit.doc.name: _description(catalog, hit.doc.name) for hit in found.hits}
     return meta_tools.search_result(
         request, found, descriptions, servers=sorted(catalog.servers), not_ready=waiting
@@ -62,7 +68,10 @@ def search(
 
 
 def search_anyway(
-    catalog: Catalog, directory: Mapping[str, BackendHandle], arguments: Mapping[str, Any] | None
+    catalog: Catalog,
+    directory: Mapping[str, BackendHandle],
+    arguments: Mapping[str, Any] | None,
+    semantic: Semantic | None = None,
 ) -> types.CallToolResult:
     """A search in any exposure (`assernctl search`): the catalog's index when it has
     one, else one built for this search from the backends' listings."""
@@ -72,7 +81,7 @@ def search_anyway(
             h.listing for h in directory.values() if h.listing is not None and h.name in catalog.servers
         ]
         index = SearchIndex().updated(search_sources(listings, catalog))
-    return search(catalog, arguments, not_ready(directory, catalog), index)
+    return search(catalog, arguments, not_ready(directory, catalog), index, semantic)
 
 
 def search_document(result: types.CallToolResult) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import trio
 
 from assern.actors.router.catalog import BackendListing, Catalog, search_sources
 from assern.actors.router.views import CatalogViews, View, build_view, views
-from assern.actors.search.index import SearchIndex
+from assern.actors.search.index import FieldWeights, SearchIndex
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -124,7 +124,11 @@ class RouterActor:
         catalog = build_view(inputs.listings, inputs.view, version=before.version + 1)
         if catalog.exposure == "search":
             # Updated from the last index: only the servers whose tools changed are analysed.
-            index = self._indexes.get(name, SearchIndex()).updated(search_sources(inputs.listings, catalog))
+            weights = FieldWeights(*inputs.view.weights)
+            index = self._indexes.get(name) or SearchIndex(weights=weights)
+            if index.weights != weights:
+                index = index.reweighted(weights)
+            index = index.updated(search_sources(inputs.listings, catalog))
             self._indexes[name] = index
             catalog = attrs.evolve(catalog, search=index)
         else:

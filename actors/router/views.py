@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from assern.actors.config.spec import Exposure, Naming, Profile, Settings
+from assern.actors.config.spec import Exposure, Naming, Profile, SearchSettings, Settings
 from assern.actors.router import naming
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
 from assern.supervisor.cell import Cell
@@ -64,6 +64,8 @@ class View:
     exclude_tools: tuple[str, ...] = ()
     max_tools: int | None = None
     max_list_tokens: int | None = None
+    #: how much a word counts in each field of a tool when searched (FieldWeights' order)
+    weights: tuple[float, ...] = SearchSettings().weights
 
     def shows_server(self, server: str) -> bool:
         return (self.servers is None or server in self.servers) and server not in self.exclude_servers
@@ -90,6 +92,7 @@ def settings_view(settings: Settings) -> View:
         pinned=settings.pinned,
         max_tools=settings.max_tools,
         max_list_tokens=settings.max_list_tokens,
+        weights=settings.search.weights,
     )
 
 
@@ -110,6 +113,7 @@ def profile_view(settings: Settings, profile: Profile) -> View:
         max_list_tokens=(
             profile.max_list_tokens if profile.max_list_tokens is not None else base.max_list_tokens
         ),
+        weights=base.weights,
     )
 
 

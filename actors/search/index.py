@@ -32,8 +32,8 @@ FIELDS = ("name", "description", "parameters", "server", "instructions")
 
 @attrs.frozen
 class FieldWeights:
-    """How much a term counts in each field (chosen by hand; not yet measured on a
-    labelled catalog)."""
+    """How much a term counts in each field (`[settings.search] fields`; the defaults
+    were chosen by hand and checked on the labelled benchmark of ops/bench/search/)."""
 
     name: float = 3.0
     description: float = 1.0
@@ -72,6 +72,8 @@ class Doc:
     server: str
     tool: str
     lengths: tuple[int, ...]
+    #: the tool as its server listed it
+    definition: types.Tool | None = None
 
 
 @attrs.frozen(eq=False)
@@ -119,7 +121,7 @@ def analyse(source: SegmentInput, analyzer: Analyzer) -> Segment:
             instruction_terms,
         )
         lengths = tuple(len(terms) for terms in fields)
-        doc = Doc(name=exposed, server=source.server, tool=original, lengths=lengths)
+        doc = Doc(name=exposed, server=source.server, tool=original, lengths=lengths, definition=tool)
         docs.append(doc)
         frequencies: dict[str, list[int]] = {}
         for field, terms in enumerate(fields):
@@ -161,15 +163,26 @@ class Found:
     total: int
     #: the query's terms the catalog does not know at all
     unknown: tuple[str, ...] = ()
+    #: the best cosine similarity of a tool to the query, when ranked semantically too
+    similarity: float | None = None
 
     @property
     def good(self) -> bool:
-        """Whether the best hit matches enough of the query to be offered as an answer."""
-        return bool(self.hits) and self.hits[0].coverage >= GOOD_COVERAGE
+        """Whether the best hit matches enough of the query to be offered as an answer:
+        enough of its words, or (ranked semantically too) enough of its meaning."""
+        if not self.hits:
+            return False
+        if self.similarity is None:
+            return self.hits[0].coverage >= GOOD_COVERAGE
+        # fused: the best by words need not be first
+        words = max(hit.coverage for hit in self.hits)
+        return self.similarity >= GOOD_SIMILARITY or words >= GOOD_COVERAGE
 
 
 #: the share of a query's weight the best tool must match for the answer to be "good"
 GOOD_COVERAGE = 0.25
+#: the cosine similarity to the query a tool must reach to be a good semantic match
+GOOD_SIMILARITY = 0.5
 #: how much a query word that no tool uses weighs in the coverage
 UNKNOWN_SHARE = 0.5
 #: hits scoring under this share of the best are left out rather than padding the answer
@@ -218,6 +231,10 @@ class SearchIndex:
             if self.segments.get(server) is not new:
                 _count(df, new, +1)
         return SearchIndex(segments, analyzer=self.analyzer, weights=self.weights, df=df)
+
+    def reweighted(self, weights: FieldWeights) -> SearchIndex:
+        """The same tools, scored with other field weights."""
+        return SearchIndex(self.segments, analyzer=self.analyzer, weights=weights, df=self.df)
 
     def _reuse(self, sources: Sequence[SegmentInput]) -> dict[str, Segment]:
         segments: dict[str, Segment] = {}
@@ -287,7 +304,7 @@ class SearchIndex:
                 found = entries.get(doc)
                 if found is not None:
                     scores[doc] += term_idf * found
-        exact = self._exact(query.strip(), server)
+        exact = self.exact(query.strip(), server)
         if exact:  # a tool asked for by its name comes first (every server's, by its own name)
             top = max(scores.values(), default=0.0) + 1.0
             for doc in exact:
@@ -323,7 +340,11 @@ class SearchIndex:
         # Only terms of the catalog are scored (and kept): a query's other words are not.
         return term in self.df and doc in self._postings(term)[0]
 
-    def _exact(self, query: str, server: str | None) -> tuple[Doc, ...]:
+    def docs(self) -> list[Doc]:
+        """Every tool of the index, server by server."""
+        return [doc for segment in self.segments.values() for doc in segment.docs]
+
+    def exact(self, query: str, server: str | None) -> tuple[Doc, ...]:
         """The tool exposed as `query`, else every tool a server calls `query` itself."""
         if self._by_name is None:
             exposed: dict[str, tuple[Doc, ...]] = {}

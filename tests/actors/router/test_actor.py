@@ -8,7 +8,7 @@ import attrs
 import mcp_types as types
 from structlog.testing import capture_logs
 
-from assern.actors.config.spec import Profile, ServerSpec, Settings
+from assern.actors.config.spec import Profile, SearchSettings, ServerSpec, Settings
 from assern.actors.router.actor import RouterActor
 from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.catalog import BackendListing, Catalog
@@ -166,3 +166,16 @@ def test_each_search_view_keeps_its_own_index_updated() -> None:
     assert found is not None
     assert [h.doc.name for h in found.find("now").hits] == ["now"]
     assert [h.doc.name for h in router.catalog.value.search.find("now").hits] == ["time_now"]
+
+
+def test_new_field_weights_rescore_the_same_index() -> None:
+    world = World()
+    world.settings = Settings(exposure="search")
+    router = world.router()
+    first = router.rebuild().search
+    assert first is not None
+    world.settings = Settings(exposure="search", search=SearchSettings(name=5.0))
+    second = router.rebuild().search
+    assert second is not None
+    assert second.weights.name == 5.0
+    assert second.segments == first.segments  # nothing analysed again

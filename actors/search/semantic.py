@@ -1,0 +1,256 @@
+"""Semantic ranking, the optional `assern[semantic]` extra: the meaning of a query next to
+its words.
+
+The model is WordLlama's `l2_supercat` (256 dimensions, MIT): static token embeddings
+taken from a large language model's embedding table and trained for sentence
+similarity, about 16 MB, *installed by pip inside the `wordllama` wheel* and loaded from
+there with downloads disabled, so nothing is fetched at run time and it works offline.
+A text's vector is the pooled vector of its tokens: embedding a query takes about
+0.1 ms, ten thousand tools about 0.2 s.
+
+Each tool is embedded once, keyed by its definition (`tool_key`): the vectors are
+computed in the background (semantic_actor.py), kept in `Vectors` and on disk, so a
+restart or a view with other names reuses them. A search (`fused_find`) ranks the
+index's tools by words (BM25F, index.py) and by cosine similarity, and fuses the two
+rankings by reciprocal rank fusion (Cormack, Clarke & Büttcher 2009): each tool scores
+the sum of 1 / (60 + its rank) in each ranking it is in. A tool asked for by its exact
+name stays first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+
+from assern.actors.search.index import Doc, Found, Hit, SearchIndex, parameter_texts
+from assern.actors.search.text import words
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    import numpy as np
+    import numpy.typing as npt
+
+    Matrix = npt.NDArray[np.float32]
+
+log = structlog.get_logger()
+
+#: the model's name, part of the cache file's name (another model, another cache)
+MODEL = "wordllama-l2_supercat-256"
+#: reciprocal rank fusion's constant (the value of the original paper)
+RRF_K = 60
+#: how many tools each ranking offers the fusion
+CANDIDATES = 50
+#: tools less similar than this to the query are not offered by the semantic ranking
+SIMILARITY_FLOOR = 0.3
+#: the longest text of one tool that is embedded
+TEXT_LIMIT = 2000
+
+
+def installed() -> bool:
+    """Whether the extra's packages are installed (`pip install 'assern[semantic]'`)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("wordllama", "numpy"))
+
+
+class Embedder:
+    """The model, loaded from the files its wheel installed (never downloaded).
+
+    Raises:
+        ImportError: the extra is not installed.
+        FileNotFoundError: the wheel lacks its model files.
+    """
+
+    name = MODEL
+
+    def __init__(self) -> None:
+        import wordllama
+        from wordllama import WordLlama
+
+        folder = Path(wordllama.__file__).parent
+        self._model = WordLlama.load(cache_dir=folder, disable_download=True)
+
+    def embed(self, texts: Sequence[str]) -> Matrix:
+        """One unit-length float32 row per text."""
+        import numpy as np
+
+        return np.asarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
+
+
+def tool_text(name: str, tool: types.Tool) -> str:
+    """What is embedded of a tool (`name`: its server's own name for it): the name in
+    words, title, description, parameters."""
+    parts = [" ".join(words(name)), tool.title or "", tool.description or ""]
+    parts += parameter_texts(tool.input_schema)
+    return " ".join(part for part in parts if part)[:TEXT_LIMIT]
+
+
+def tool_key(server: str, name: str, tool: types.Tool) -> str:
+    """A tool's vector's key: its server, its own name and what `tool_text` reads of it
+    (the same whatever name a view exposes it under)."""
+    text = json.dumps([server, name, tool.title, tool.description, parameter_texts(tool.input_schema)])
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def doc_key(doc: Doc) -> str | None:
+    return tool_key(doc.server, doc.tool, doc.definition) if doc.definition is not None else None
+
+
+@attrs.frozen(eq=False)
+class Vectors:
+    """The vectors of every tool embedded so far: row `keys[key]` of `matrix`."""
+
+    model: str
+    keys: Mapping[str, int]
+    matrix: Matrix
+
+    @classmethod
+    def empty(cls, dimensions: int = 256, model: str = MODEL) -> Vectors:
+        import numpy as np
+
+        return cls(model=model, keys={}, matrix=np.zeros((0, dimensions), dtype=np.float32))
+
+    def extended(self, keys: Sequence[str], matrix: Matrix) -> Vectors:
+        """These vectors plus `matrix`'s rows under `keys`."""
+        import numpy as np
+
+        known = dict(self.keys)
+        for offset, key in enumerate(keys):
+            known[key] = len(self.keys) + offset
+        return Vectors(model=self.model, keys=known, matrix=np.vstack([self.matrix, matrix]))
+
+    def kept(self, keys: set[str]) -> Vectors:
+        """Only the vectors of `keys` (what the catalogs of now use)."""
+        import numpy as np
+
+        rows = [(key, row) for key, row in self.keys.items() if key in keys]
+        if len(rows) == len(self.keys):
+            return self
+        return Vectors(
+            model=self.model,
+            keys={key: index for index, (key, _) in enumerate(rows)},
+            matrix=self.matrix[np.array([row for _, row in rows], dtype=np.int64)]
+            if rows
+            else self.matrix[:0],
+        )
+
+
+def cache_path(cache_folder: Path, model: str = MODEL) -> Path:
+    return cache_folder / f"embeddings-{model}.npz"
+
+
+def load_vectors(path: Path, model: str = MODEL) -> Vectors:
+    """The vectors saved at `path`; empty when there are none or the file is unreadable."""
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            keys = [str(key) for key in saved["keys"]]
+            matrix = saved["matrix"].astype(np.float32, copy=False)
+    except FileNotFoundError:
+        return Vectors.empty(model=model)
+    except (OSError, ValueError, KeyError) as exc:
+        log.warning("embedding_cache_unreadable", path=str(path), error=str(exc))
+        return Vectors.empty(model=model)
+    if matrix.ndim != 2 or len(keys) != len(matrix):
+        log.warning("embedding_cache_unreadable", path=str(path), error="keys and rows differ")
+        return Vectors.empty(model=model)
+    return Vectors(model=model, keys={key: row for row, key in enumerate(keys)}, matrix=matrix)
+
+
+def save_vectors(path: Path, vectors: Vectors) -> None:
+    """Write `vectors` to `path` whole (a reader never sees half a file)."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    keys = sorted(vectors.keys, key=vectors.keys.__getitem__)
+    with partial.open("wb") as out:
+        np.savez(out, keys=np.array(keys, dtype=str), matrix=vectors.matrix)
+    os.replace(partial, path)
+
+
+class Semantic:
+    """The model and the vectors of now: what a search needs to rank by meaning.
+
+    A snapshot: the vectors never change under it (the background actor publishes a new
+    one). It remembers, per index, which row of the vectors each of the index's tools is.
+    """
+
+    def __init__(self, embedder: Embedder, vectors: Vectors) -> None:
+        self.embedder = embedder
+        self.vectors = vectors
+        self._rows: weakref.WeakKeyDictionary[SearchIndex, tuple[list[Doc], Any, list[str]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _aligned(self, index: SearchIndex) -> tuple[list[Doc], Any, list[str]]:
+        """The index's embedded tools, their rows of the vectors, and their servers."""
+        found = self._rows.get(index)
+        if found is None:
+            import numpy as np
+
+            docs, rows = [], []
+            for doc in index.docs():
+                key = doc_key(doc)
+                row = self.vectors.keys.get(key) if key is not None else None
+                if row is not None:
+                    docs.append(doc)
+                    rows.append(row)
+            found = (docs, np.array(rows, dtype=np.int64), [doc.server for doc in docs])
+            self._rows[index] = found
+        return found
+
+    def covers(self, index: SearchIndex) -> float:
+        """The share of the index's tools that have a vector."""
+        docs, _, _ = self._aligned(index)
+        return len(docs) / index.total if index.total else 1.0
+
+    def ranked(self, index: SearchIndex, query: str, server: str | None) -> list[tuple[Doc, float]]:
+        """The index's tools most similar to `query`, most similar first."""
+        import numpy as np
+
+        docs, rows, servers = self._aligned(index)
+        if not docs:
+            return []
+        wanted = self.embedder.embed([query])[0]
+        similarity = self.vectors.matrix[rows] @ wanted
+        if server is not None:
+            similarity = np.where(np.array(servers) == server, similarity, -1.0)
+        count = min(CANDIDATES, len(docs))
+        best = np.argpartition(-similarity, count - 1)[:count]
+        best = best[np.argsort(-similarity[best], kind="stable")]
+        return [(docs[i], float(similarity[i])) for i in best if similarity[i] >= SIMILARITY_FLOOR]
+
+
+def fuse(rankings: Sequence[Sequence[Doc]], k: int = RRF_K) -> list[tuple[Doc, float]]:
+    """Reciprocal rank fusion: each doc scores the sum of 1 / (k + rank) over the rankings."""
+    scores: dict[Doc, float] = {}
+    for ranking in rankings:
+        for rank, doc in enumerate(ranking, start=1):
+            scores[doc] = scores.get(doc, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda item: (-item[1], item[0].name))
+
+
+def fused_find(
+    index: SearchIndex, semantic: Semantic, query: str, *, limit: int = 8, server: str | None = None
+) -> Found:
+    """`index.find` with the semantic ranking fused in (see the module's docstring)."""
+    lexical = index.find(query, limit=CANDIDATES, server=server)
+    similar = semantic.ranked(index, query, server)
+    if not similar:
+        return attrs.evolve(lexical, hits=lexical.hits[:limit])
+    coverage = {hit.doc: hit.coverage for hit in lexical.hits}
+    fused = fuse([[hit.doc for hit in lexical.hits], [doc for doc, _ in similar]])
+    exact = index.exact(query.strip(), server)
+    if exact:
+        fused = [(doc, 1.0) for doc in exact] + [(doc, score) for doc, score in fused if doc not in exact]
+    hits = tuple(Hit(doc=doc, score=score, coverage=coverage.get(doc, 0.0)) for doc, score in fused[:limit])
+    return Found(hits=hits, total=lexical.total, unknown=lexical.unknown, similarity=similar[0][1])
