@@ -187,12 +187,13 @@ class Semantic:
     def __init__(self, embedder: Embedder, vectors: Vectors) -> None:
         self.embedder = embedder
         self.vectors = vectors
-        self._rows: weakref.WeakKeyDictionary[SearchIndex, tuple[list[Doc], Any, list[str]]] = (
+        self._rows: weakref.WeakKeyDictionary[SearchIndex, tuple[list[Doc], Any, Any]] = (
             weakref.WeakKeyDictionary()
         )
 
-    def _aligned(self, index: SearchIndex) -> tuple[list[Doc], Any, list[str]]:
-        """The index's embedded tools, their rows of the vectors, and their servers."""
+    def _aligned(self, index: SearchIndex) -> tuple[list[Doc], Any, Any]:
+        """The index's embedded tools, their vectors (one row each, in their order), and
+        their servers; worked out once per index."""
         found = self._rows.get(index)
         if found is None:
             import numpy as np
@@ -204,7 +205,8 @@ class Semantic:
                 if row is not None:
                     docs.append(doc)
                     rows.append(row)
-            found = (docs, np.array(rows, dtype=np.int64), [doc.server for doc in docs])
+            matrix = self.vectors.matrix[np.array(rows, dtype=np.int64)]
+            found = (docs, matrix, np.array([doc.server for doc in docs]))
             self._rows[index] = found
         return found
 
@@ -217,13 +219,13 @@ class Semantic:
         """The index's tools most similar to `query`, most similar first."""
         import numpy as np
 
-        docs, rows, servers = self._aligned(index)
+        docs, matrix, servers = self._aligned(index)
         if not docs:
             return []
         wanted = self.embedder.embed([query])[0]
-        similarity = self.vectors.matrix[rows] @ wanted
+        similarity = matrix @ wanted
         if server is not None:
-            similarity = np.where(np.array(servers) == server, similarity, -1.0)
+            similarity = np.where(servers == server, similarity, -1.0)
         count = min(CANDIDATES, len(docs))
         best = np.argpartition(-similarity, count - 1)[:count]
         best = best[np.argsort(-similarity[best], kind="stable")]

@@ -1,0 +1,345 @@
+"""The tool search benchmark: recall on real tools, answer size, speed at 10,000 tools.
+
+    .venv/bin/python ops/bench/search/run.py                 # everything (about 2 minutes)
+    .venv/bin/python ops/bench/search/run.py --json out.json # also every figure as JSON
+    .venv/bin/python ops/bench/search/run.py --smoke         # recall and a small scale run
+
+Recall: the tools of 47 real MCP servers (fixtures/, captured by capture.py) form one
+catalog as assern builds it; each labelled query (queries.toml: task sentences and the
+steps of multi-step tasks) is searched, and a query counts as found at k when one of
+its right tools is among the first k (Recall@k); MRR is the mean of 1/rank of the first
+right tool (0 past 10). Lexical is BM25F alone, semantic the cosine ranking alone (the
+`assern[semantic]` extra), fused both by reciprocal rank fusion (what search_tools
+does with the extra).
+
+Size: the estimated tokens (views.estimate_tokens) of the full tools/list, of the
+search-exposure tools/list, and of search_tools' answers.
+
+Scale: the real catalog copied to 10,000 tools (fixture_server.load_tools); indexing
+time, query latency in process, the index's memory (tracemalloc), and search_tools
+through a real `assern serve` over stdio against a tools/call of a trivial tool through
+the same assern (the difference is what the search costs), with the process's memory
+with and without the semantic extra's model loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tomllib
+import tracemalloc
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import mcp_types as types
+import trio
+from mcp import Client, StdioServerParameters
+
+from assern.actors.listener import exposure
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
+from assern.actors.router.views import estimate_tokens
+from assern.actors.search import semantic as sem
+from assern.actors.search.index import SearchIndex
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+KS = (1, 5, 10)
+SCALE_TOOLS = 10_000
+
+
+# ------------------------------------------------------------------ the catalog
+
+
+def listings(paths: Sequence[Path], copies: int = 1) -> list[BackendListing]:
+    """One listing per fixture (per copy of it, named SERVER_cN, for the large catalog)."""
+    found = []
+    for copy in range(1, copies + 1):
+        for path in paths:
+            fixture = json.loads(path.read_text())
+            name = fixture["server"] if copy == 1 else f"{fixture['server']}_c{copy}"
+            tools = tuple(types.Tool.model_validate(raw) for raw in fixture["tools"])
+            found.append(BackendListing(server=name, tools=tools, instructions=fixture.get("instructions")))
+    return found
+
+
+def search_catalog(found: list[BackendListing]) -> Catalog:
+    catalog = build_catalog(found, exposure="search")
+    return attrs.evolve(catalog, search=SearchIndex().updated(search_sources(found, catalog)))
+
+
+def semantic_for(catalog: Catalog) -> sem.Semantic | None:
+    if not sem.installed():
+        return None
+    embedder = sem.Embedder()
+    routes = list(catalog.tools.values())
+    keys = [sem.tool_key(r.server, r.original, r.tool) for r in routes]
+    matrix = embedder.embed([sem.tool_text(r.original, r.tool) for r in routes])
+    return sem.Semantic(embedder, sem.Vectors.empty().extended(keys, matrix))
+
+
+# ------------------------------------------------------------------- recall
+
+
+@attrs.frozen
+class Query:
+    text: str
+    right: frozenset[str]
+    task: str | None
+
+
+def queries(catalog: Catalog) -> list[Query]:
+    exposed = {(route.server, route.original): name for name, route in catalog.tools.items()}
+    found = []
+    for raw in tomllib.loads((HERE / "queries.toml").read_text())["query"]:
+        right = frozenset(exposed[tuple(label.split("/", 1))] for label in raw["tools"])
+        found.append(Query(text=raw["text"], right=right, task=raw.get("task")))
+    return found
+
+
+Ranker = Callable[[str], list[str]]
+
+
+def recall(ranker: Ranker, asked: Sequence[Query]) -> dict[str, float]:
+    ranks = []
+    for query in asked:
+        names = ranker(query.text)[:10]
+        rank = next((i for i, name in enumerate(names, start=1) if name in query.right), None)
+        ranks.append(rank)
+    figures = {f"recall@{k}": sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for k in KS}
+    figures["mrr"] = sum(1 / r for r in ranks if r is not None) / len(ranks)
+    return {key: round(value, 3) for key, value in figures.items()}
+
+
+def rankers(catalog: Catalog, semantic: sem.Semantic | None) -> dict[str, Ranker]:
+    index = catalog.search
+    assert index is not None
+    found: dict[str, Ranker] = {"lexical": lambda q: [h.doc.name for h in index.find(q, limit=10).hits]}
+    if semantic is not None:
+        found["semantic"] = lambda q: [doc.name for doc, _ in semantic.ranked(index, q, None)]
+        found["fused"] = lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+    return found
+
+
+# --------------------------------------------------------------------- size
+
+
+def sizes(found: list[BackendListing], catalog: Catalog, asked: Sequence[Query]) -> dict[str, Any]:
+    full = estimate_tokens(build_catalog(found).tools_json)
+    listed = estimate_tokens(catalog.tools_json)
+    answers = []
+    for query in asked:
+        result = exposure.search(catalog, {"query": query.text}, [])
+        answers.append(estimate_tokens(result.model_dump_json(by_alias=True, exclude_none=True)))
+    median = statistics.median(answers)
+    return {
+        "tools": len(catalog.tools),
+        "full_list_tokens": full,
+        "search_list_tokens": listed,
+        "answer_tokens_median": median,
+        "answer_tokens_max": max(answers),
+        "answer_to_full_ratio": round(median / full, 4),
+    }
+
+
+# -------------------------------------------------------------------- scale
+
+
+def timed(action: Callable[[], Any], repeat: int) -> tuple[list[float], Any]:
+    times, result = [], None
+    for _ in range(repeat):
+        gc.collect()
+        started = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - started)
+    return times, result
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def scale(paths: Sequence[Path], asked: Sequence[Query], target: int, with_semantic: bool) -> dict[str, Any]:
+    per_copy = sum(len(json.loads(p.read_text())["tools"]) for p in paths)
+    copies = max(1, round(target / per_copy))
+    found = listings(paths, copies)
+    catalog = build_catalog(found, exposure="search")
+    sources = search_sources(found, catalog)
+    build_times, index = timed(lambda: SearchIndex().updated(sources), 3)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = SearchIndex().updated(sources)
+    for query in asked:  # the per-term score caches a warm index holds
+        kept.find(query.text)
+    memory = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    one = [s if s.server != found[0].server else attrs.evolve(s, tools=s.tools[:-1]) for s in sources]
+    update_times, _ = timed(lambda: kept.updated(one), 3)
+    latencies = []
+    for _ in range(3):
+        for query in asked:
+            started = time.perf_counter()
+            kept.find(query.text)
+            latencies.append(time.perf_counter() - started)
+    figures: dict[str, Any] = {
+        "tools": index.total,
+        "servers": len(found),
+        "index_build_s": round(statistics.median(build_times), 3),
+        "one_server_update_ms": round(statistics.median(update_times) * 1000, 2),
+        "index_memory_mb": round(memory / 2**20, 1),
+        "lexical_query_ms_median": round(statistics.median(latencies) * 1000, 3),
+        "lexical_query_ms_p99": round(percentile(latencies, 0.99) * 1000, 3),
+    }
+    if with_semantic and sem.installed():
+        semantic_catalog = attrs.evolve(catalog, search=kept)
+        embed_times, semantic = timed(lambda: semantic_for(semantic_catalog), 1)
+        assert semantic is not None
+        fused = []
+        for query in asked:
+            started = time.perf_counter()
+            sem.fused_find(kept, semantic, query.text)
+            fused.append(time.perf_counter() - started)
+        figures["embed_all_s"] = round(embed_times[0], 2)
+        figures["fused_query_ms_median"] = round(statistics.median(fused) * 1000, 3)
+        figures["fused_query_ms_p99"] = round(percentile(fused, 0.99) * 1000, 3)
+    return figures
+
+
+# ------------------------------------------------------------ through assern
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+async def through_assern(
+    paths: Sequence[Path], asked: Sequence[Query], copies: int, semantic: str
+) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="assern-search-bench-"))
+    fixtures = ", ".join(f'"{p}"' for p in paths)
+    config = work / "config.toml"
+    config.write_text(
+        f'[settings]\nexposure = "search"\n\n[settings.search]\nsemantic = "{semantic}"\n\n'
+        f'[servers.catalog]\ncommand = "{sys.executable}"\n'
+        f'args = ["{HERE / "fixture_server.py"}", "--copies", "{copies}", {fixtures}]\n'
+        "startup_timeout = 120\n"
+    )
+    assern = Path(sys.executable).parent / "assern"
+    env = {
+        **os.environ,
+        "ASSERN_HOME": str(work / "home"),
+        "ASSERN_NO_INSTANCE_SHARING": "1",
+    }
+    params = StdioServerParameters(command=str(assern), args=["serve", "--config", str(config)], env=env)
+    search_ms, call_ms = [], []
+    async with Client(params, mode="legacy") as client:
+        # A call waits for its backend to start (a search does not): then all is listed.
+        ready = await client.call_tool("catalog_get_current_time", {"timezone": "UTC"})
+        assert not ready.is_error, ready
+        first = await client.call_tool("search_tools", {"query": "warm up"})
+        total = (first.structured_content or {}).get("total", 0)
+        assert total >= copies, first
+        if semantic != "off":  # the model loads and embeds in the background: wait for it
+            await trio.sleep(10)
+        for _ in range(3):
+            for query in asked:
+                started = time.perf_counter()
+                await client.call_tool("search_tools", {"query": query.text})
+                search_ms.append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                await client.call_tool("catalog_get_current_time", {"timezone": "UTC"})
+                call_ms.append((time.perf_counter() - started) * 1000)
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        tree = [p for p in pids if _cmdline(p).startswith(str(assern)) or f"{assern} serve" in _cmdline(p)]
+        memory = max((rss_mb(p) for p in tree), default=0.0)
+    return {
+        "semantic": semantic,
+        "tools": total,
+        "search_ms_median": round(statistics.median(search_ms), 3),
+        "search_ms_p99": round(percentile(search_ms, 0.99), 3),
+        "tool_call_ms_median": round(statistics.median(call_ms), 3),
+        "search_minus_call_ms_median": round(statistics.median(search_ms) - statistics.median(call_ms), 3),
+        "assern_rss_mb": memory,
+    }
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+# --------------------------------------------------------------------- main
+
+
+def main() -> int:
+    # The client warns that search exposure does not list the tool it calls directly.
+    logging.getLogger("client").setLevel(logging.ERROR)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="recall and a 1,000-tool scale run only")
+    parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    args = parser.parse_args()
+    paths = sorted((HERE / "fixtures").glob("*.json"))
+    found = listings(paths)
+    catalog = search_catalog(found)
+    asked = queries(catalog)
+    semantic = semantic_for(catalog)
+    report: dict[str, Any] = {
+        "catalog": {"servers": len(found), "tools": len(catalog.tools), "queries": len(asked)},
+        "recall": {},
+    }
+    kinds = {
+        "all": asked,
+        "tasks": [q for q in asked if q.task is None],
+        "steps": [q for q in asked if q.task is not None],
+    }
+    for name, ranker in rankers(catalog, semantic).items():
+        report["recall"][name] = {kind: recall(ranker, subset) for kind, subset in kinds.items()}
+    report["size"] = sizes(found, catalog, asked)
+    target = 1_000 if args.smoke else SCALE_TOOLS
+    report["scale"] = scale(paths, asked, target, with_semantic=not args.smoke)
+    if not args.smoke:
+        copies = max(1, round(SCALE_TOOLS / len(catalog.tools)))
+        report["through_assern"] = [
+            trio.run(through_assern, paths, asked, copies, "off"),
+            trio.run(through_assern, paths, asked, copies, "auto"),
+        ]
+    print_report(report)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def print_report(report: dict[str, Any]) -> None:
+    catalog = report["catalog"]
+    print(
+        f"catalog: {catalog['tools']} tools of {catalog['servers']} servers, {catalog['queries']} queries\n"
+    )
+    print(f"{'ranking':<10} {'queries':<7} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    for name, kinds in report["recall"].items():
+        for kind, figures in kinds.items():
+            cells = " ".join(f"{figures[key]:>6.3f}" for key in ("recall@1", "recall@5", "recall@10", "mrr"))
+            print(f"{name:<10} {kind:<7} {cells}")
+    print()
+    for section in ("size", "scale"):
+        print(f"{section}: " + ", ".join(f"{key}={value}" for key, value in report[section].items()))
+    for run in report.get("through_assern", []):
+        print("through assern: " + ", ".join(f"{key}={value}" for key, value in run.items()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""The search benchmark's data and smoke mode (ops/bench/search/): every label names a
+real tool of the fixtures, and the smoke run prints its figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "search"
+
+
+def test_the_fixtures_are_real_servers_with_their_source_and_licence() -> None:
+    servers = tomllib.loads((BENCH / "servers.toml").read_text())["servers"]
+    fixtures = {path.stem: json.loads(path.read_text()) for path in (BENCH / "fixtures").glob("*.json")}
+    assert set(fixtures) == set(servers)
+    assert len(fixtures) >= 30
+    assert sum(len(f["tools"]) for f in fixtures.values()) >= 300
+    for name, fixture in fixtures.items():
+        assert fixture["package"] == servers[name]["package"]
+        assert fixture["licence"]
+        assert fixture["source"].startswith("https://")
+        assert fixture["tools"], name
+
+
+def test_every_label_names_a_tool_of_the_fixtures() -> None:
+    tools = {
+        f"{fixture['server']}/{tool['name']}"
+        for path in (BENCH / "fixtures").glob("*.json")
+        for fixture in [json.loads(path.read_text())]
+        for tool in fixture["tools"]
+    }
+    queries = tomllib.loads((BENCH / "queries.toml").read_text())["query"]
+    assert len(queries) >= 150
+    for query in queries:
+        assert query["text"].strip()
+        assert query["tools"], query["text"]
+        assert set(query["tools"]) <= tools, query["text"]
+
+
+def test_the_smoke_run_prints_recall_size_and_scale() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--smoke"], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "lexical    all" in done.stdout
+    assert "full_list_tokens=" in done.stdout
+    assert "index_build_s=" in done.stdout
