@@ -116,6 +116,10 @@ def test_reciprocal_rank_fusion() -> None:
     assert [doc.name for doc, _ in fused] == ["b", "a", "c"]
     assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
     assert fused[1][1] == pytest.approx(1 / 61)
+    weighted = sem.fuse([[a, b], [c, b]], weights=(1.0, 0.5), k=60)
+    assert [doc.name for doc, _ in weighted] == ["b", "a", "c"]
+    assert weighted[0][1] == pytest.approx(1 / 62 + 0.5 / 62)
+    assert weighted[2][1] == pytest.approx(0.5 / 61)
 
 
 def test_meaning_finds_a_tool_the_words_miss(embedder: sem.Embedder) -> None:
