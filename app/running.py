@@ -43,16 +43,12 @@ def run_dir() -> Path:
     return default_assern_home(environ()) / "run"
 
 
-def first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-
-
 def tool_rows(tree: Tree, profile: str | None = None) -> list[dict[str, str]]:
-    """The tools a client of `profile` (None: of no profile) may call."""
-    return [
-        {"name": route.name, "server": route.server, "description": first_line(route.tool.description)}
-        for route in tree.views.cell(profile).value.tools.values()
-    ]
+    """The tools a client of `profile` (None: of no profile) may call, as `assernctl list`
+    prints them (the same rows the running instance's control socket gives)."""
+    from assern.actors.listener.report import tool_rows as rows
+
+    return rows(tree.views.cell(profile).value)
 
 
 def listed_everything(tree: Tree) -> bool:

@@ -167,6 +167,7 @@ class Tree:
             self.semantic,
             enabled=lambda: self.config.value.settings.search.semantic != "off",
             cache_folder=cache_file(run_dir.parent).parent if run_dir is not None else None,
+            config=self.config,
         )
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(

@@ -101,9 +101,9 @@ class RouterActor:
             elif cell.value is not default:  # no such profile (any more): the settings' view
                 self._built_from.pop(name, None)
                 cell.set(default)
+        if self._cache is not None:  # even unchanged: a restarted backend may start another way
+            self._cache.remember(self._specs(), default.capabilities)
         if changed:
-            if self._cache is not None:
-                self._cache.remember(self._specs(), default.capabilities)
             log.info(
                 "catalog_rebuilt",
                 version=default.version,
@@ -112,8 +112,6 @@ class RouterActor:
                 prompts=len(default.prompts),
                 servers=sorted(default.servers),
             )
-        elif self._cache is not None:  # a restarted backend may start another way now
-            self._cache.remember(self._specs(), default.capabilities)
         return default
 
     def _publish(self, name: str | None, cell: Cell[Catalog], inputs: CatalogInputs) -> bool:

@@ -10,7 +10,7 @@ its words alone. Without the extra, or turned off, it publishes None and idles.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
@@ -33,6 +33,8 @@ class SemanticActor:
     published: Where the snapshot goes (None: ranking by words only).
     enabled: Whether the settings ask for semantic ranking now.
     cache_folder: Where the vectors are saved between runs (None: not saved).
+    config: The configuration's cell: a reload that only turns semantic ranking on or off
+        changes no catalog, so its change wakes the actor too.
     """
 
     def __init__(
@@ -41,8 +43,10 @@ class SemanticActor:
         published: Cell[sem.Semantic | None],
         enabled: Callable[[], bool],
         cache_folder: Path | None,
+        config: Cell[Any] | None = None,
     ) -> None:
         self.catalog = catalog
+        self.config = config
         self.published = published
         self._enabled = enabled
         self._cache = sem.cache_path(cache_folder) if cache_folder is not None else None
@@ -55,9 +59,10 @@ class SemanticActor:
             if not sem.installed():
                 log.debug("semantic_ranking_not_installed")
                 return
-            version = -1
+            seen = (-1, -1)
             while True:
-                version, catalog = await self.catalog.changed(version)
+                seen = await self._changed(seen)
+                catalog = self.catalog.value
                 if not self._enabled():
                     if self.published.value is not None:
                         self.published.set(None)
@@ -65,6 +70,24 @@ class SemanticActor:
                 if not await self._ready():
                     return
                 await self._follow(catalog)
+
+    async def _changed(self, seen: tuple[int, int]) -> tuple[int, int]:
+        """Wait until the catalog or the configuration is newer than the `seen` versions."""
+        config = self.config
+        if config is None:
+            version, _ = await self.catalog.changed(seen[0])
+            return version, seen[1]
+        if self.catalog.version > seen[0] or config.version > seen[1]:
+            return self.catalog.version, config.version
+        async with trio.open_nursery() as nursery:
+
+            async def wake(cell: Cell[Any], version: int) -> None:
+                await cell.changed(version)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(wake, self.catalog, seen[0])
+            nursery.start_soon(wake, config, seen[1])
+        return self.catalog.version, config.version
 
     async def _ready(self) -> bool:
         """Load the model and the saved vectors once; False when the model cannot load."""

@@ -263,7 +263,7 @@ async def through_assern(
                 await client.call_tool("catalog_get_current_time", {"timezone": "UTC"})
                 call_ms.append((time.perf_counter() - started) * 1000)
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-        tree = [p for p in pids if _cmdline(p).startswith(str(assern)) or f"{assern} serve" in _cmdline(p)]
+        tree = [p for p in pids if f"{assern} serve" in _cmdline(p)]
         memory = max((rss_mb(p) for p in tree), default=0.0)
     return {
         "semantic": semantic,

@@ -181,6 +181,22 @@ async def test_the_actor_embeds_each_tool_once_and_keeps_the_vectors_on_disk(tmp
     assert embedded == [4, 1]  # the second catalog's new tool only
     assert sem.load_vectors(sem.cache_path(tmp_path)).keys.keys() == value.vectors.keys.keys()
 
+    # A reload that only turns it off changes no catalog: the configuration wakes it.
+    config: Cell[str] = Cell("on")
+    switched: Cell[sem.Semantic | None] = Cell(None)
+    on = [True]
+    follower = SemanticActor(catalog, switched, lambda: on[0], tmp_path, config=config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(follower.run)
+        with trio.fail_after(30):
+            await switched.changed(0)
+        on[0] = False
+        config.set("off")
+        with trio.fail_after(30):
+            await switched.changed(1)
+        assert switched.value is None
+        nursery.cancel_scope.cancel()
+
     # A restart finds every vector on disk: nothing is embedded again.
     again: Cell[sem.Semantic | None] = Cell(None)
     restarted = SemanticActor(catalog, again, lambda: True, tmp_path)
