@@ -168,5 +168,6 @@ def test_a_profile_is_announced_before_the_client_bytes(ends: Ends) -> None:
     os.close(ends.client_write)
     first = bridge_module.profile_note("small")
     assert ends.read_primary(len(first) + len(ping)) == first + ping
+    assert ends.primary.recv(1) == b""  # the primary sees our write side shut
     ends.primary.close()
     assert ends.result() == "client"
