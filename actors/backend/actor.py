@@ -380,6 +380,7 @@ class BackendActor:
             templates=tuple(templates),
             prompts=tuple(prompts),
             allowed=self.spec.allowed,
+            rules=self.spec.rules,
             capabilities=caps,
             instructions=session.instructions,
         )

@@ -16,7 +16,9 @@ from assern.actors.config.home import LOCAL_DIR, ORIGINAL_SERVERS_FILE, expand_u
 from assern.actors.config.keypath import at
 from assern.actors.config.model import (
     ConfigFile,
+    GroupConfig,
     LocalConfigFile,
+    MiddlewareConfig,
     ProfileConfig,
     ProjectConfig,
     ServerConfig,
@@ -86,6 +88,8 @@ class GlobalSource:
     servers: ServerStacks = attrs.field(factory=dict)
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
+    groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    middleware: tuple[MiddlewareConfig, ...] = ()
     files: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -110,6 +114,8 @@ class LocalSource:
     settings: SettingsConfig | None = None
     servers: ServerStacks = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
+    groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    middleware: tuple[MiddlewareConfig, ...] = ()
     files: tuple[Path, ...] = ()
 
 
@@ -182,6 +188,8 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
         servers=_stack(included, own),
         projects=model.projects,
         profiles=model.profiles,
+        groups=model.groups,
+        middleware=model.middleware,
         files=(path, *included_files),
         notes=notes,
     )
@@ -216,6 +224,8 @@ def read_local(root: Path, *, home: Path) -> LocalSource:
         settings=model.settings,
         servers=_stack(included, own),
         profiles=model.profiles,
+        groups=model.groups,
+        middleware=model.middleware,
         files=(path, *included_files),
     )
 

@@ -24,7 +24,7 @@ from assern.actors.config.keypath import KeyPath, at, format_key_path
 from assern.actors.config.layers import Origin, ServerLayer
 from assern.actors.config.model import ServerConfig
 from assern.actors.config.policy import intensity_unreachable
-from assern.actors.config.spec import ConfigError, Layer, Provenance, ServerSpec
+from assern.actors.config.spec import CallRules, ConfigError, Layer, Provenance, ServerSpec
 from assern.actors.config.structure import show
 from assern.supervisor.intensity import backoff_total
 from assern.supervisor.spec import Restart, RestartPolicy
@@ -141,6 +141,12 @@ def resolve_server(
         url=url,
         headers=headers,
         allowed=_value(fields, "allowed", None),
+        rules=CallRules(
+            deny=_value(fields, "deny", ()),
+            read_only=_value(fields, "read_only", False),
+            validate=_value(fields, "validate", None),
+            confirm=_value(fields, "confirm", ()),
+        ),
         policy=_policy(fields),
         start=_value(fields, "start", "eager"),
         timeout=float(_value(fields, "timeout", 60.0)),

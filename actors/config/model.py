@@ -19,7 +19,16 @@ import attrs
 
 from assern.actors.config.env import MergeMode
 from assern.actors.config.keypath import KeyPath, at
-from assern.actors.config.spec import ConfigError, Exposure, Naming, SemanticMode, StartMode, Transport
+from assern.actors.config.spec import (
+    ConfigError,
+    DescriptionFormat,
+    Exposure,
+    Naming,
+    SemanticMode,
+    StartMode,
+    Transport,
+    ValidateMode,
+)
 from assern.actors.config.structure import (
     CONVERTER,
     Invalid,
@@ -169,6 +178,11 @@ class SettingsConfig:
         default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
     )
     search: SearchConfig | None = None
+    description_format: DescriptionFormat | None = None
+    deny: tuple[str, ...] | None = None
+    read_only: bool | None = None
+    validate: ValidateMode | None = None
+    confirm: tuple[str, ...] | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -191,6 +205,30 @@ class ProfileConfig:
     max_list_tokens: int | None = attrs.field(
         default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
     )
+    description_format: DescriptionFormat | None = None
+    deny: tuple[str, ...] | None = None
+    read_only: bool | None = None
+    validate: ValidateMode | None = None
+    confirm: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class GroupConfig:
+    """One `[groups.NAME]` table (spec.Group)."""
+
+    tools: tuple[str, ...]
+    description: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MiddlewareConfig:
+    """One `[[middleware]]` table (spec.MiddlewareSpec)."""
+
+    use: str
+    servers: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = None
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    asyncio: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -227,6 +265,10 @@ class ServerConfig:
     headers: Mapping[str, str] | None = attrs.field(default=None, repr=False)
     merge_mode: MergeMode | None = None
     allowed: tuple[str, ...] | None = None
+    deny: tuple[str, ...] | None = None
+    read_only: bool | None = None
+    validate: ValidateMode | None = None
+    confirm: tuple[str, ...] | None = None
     restart: RestartType | None = None
     max_restarts: int | None = attrs.field(
         default=None, validator=_AtLeast(0, "an integer", most=MAX_RESTARTS)
@@ -398,6 +440,8 @@ class ConfigFile:
     servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
+    groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    middleware: tuple[MiddlewareConfig, ...] = ()
     include: tuple[str, ...] = ()
 
     def problems(self, *, included: Collection[str]) -> list[str]:
@@ -432,4 +476,6 @@ class LocalConfigFile:
     settings: SettingsConfig | None = None
     servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
+    groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    middleware: tuple[MiddlewareConfig, ...] = ()
     include: tuple[str, ...] = ()

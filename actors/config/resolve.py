@@ -33,7 +33,7 @@ up enabled are expanded, so an unused server's missing variable is not an error.
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +62,18 @@ from assern.actors.config.merge import (
     policy_warnings,
     resolve_server,
 )
-from assern.actors.config.model import ProfileConfig, ProjectConfig, SettingsConfig
+from assern.actors.config.model import (
+    GroupConfig,
+    MiddlewareConfig,
+    ProfileConfig,
+    ProjectConfig,
+    SettingsConfig,
+)
 from assern.actors.config.project import detect_project, find_local_root
 from assern.actors.config.spec import (
+    CallRules,
+    Group,
+    MiddlewareSpec,
     Profile,
     Provenance,
     ResolvedConfig,
@@ -183,8 +192,14 @@ def resolve_config(
     profiles = _profiles(source.profiles, local.profiles if local else {})
     warnings += profile_warnings(profiles, servers)
 
+    settings = _settings(source.settings, local.settings if local else None, profiles=profiles)
+    settings = attrs.evolve(
+        settings,
+        groups=_groups(source.groups, local.groups if local else {}),
+        middleware=(*_middleware(source.middleware), *_middleware(local.middleware if local else ())),
+    )
     return ResolvedConfig(
-        settings=_settings(source.settings, local.settings if local else None, profiles=profiles),
+        settings=settings,
         servers=servers,
         project=match.name,
         files=tuple(dict.fromkeys(files)),
@@ -256,9 +271,14 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
     exposure, pinned = defaults.exposure, defaults.pinned
     max_tools, max_list_tokens = defaults.max_tools, defaults.max_list_tokens
     search: dict[str, Any] = {}
+    description_format = defaults.description_format
+    rules: dict[str, Any] = {}
     for layer in layers:
         if layer is None:
             continue
+        if layer.description_format is not None:
+            description_format = layer.description_format
+        rules.update(_rule_fields(layer))
         naming = layer.naming if layer.naming is not None else naming
         if layer.max_name_length is not None:
             max_name_length = layer.max_name_length
@@ -284,6 +304,37 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
         max_list_tokens=max_list_tokens,
         profiles=profiles,
         search=SearchSettings(**search),
+        description_format=description_format,
+        rules=CallRules(**rules),
+    )
+
+
+def _rule_fields(layer: SettingsConfig | ProfileConfig) -> dict[str, Any]:
+    """The deny, read_only, validate and confirm one table sets."""
+    fields = {key: getattr(layer, key) for key in ("deny", "read_only", "validate", "confirm")}
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _groups(*files: Mapping[str, GroupConfig]) -> tuple[Group, ...]:
+    """The groups of every file; a local table replaces the global one of its name."""
+    merged: dict[str, GroupConfig] = {}
+    for tables in files:
+        merged.update(tables)
+    return tuple(
+        Group(name=name, tools=table.tools, description=table.description) for name, table in merged.items()
+    )
+
+
+def _middleware(tables: Sequence[MiddlewareConfig]) -> tuple[MiddlewareSpec, ...]:
+    return tuple(
+        MiddlewareSpec(
+            use=table.use,
+            servers=table.servers,
+            tools=table.tools,
+            options=dict(table.options),
+            asyncio=table.asyncio,
+        )
+        for table in tables
     )
 
 
@@ -307,10 +358,21 @@ def _profiles(*files: Mapping[str, ProfileConfig]) -> tuple[Profile, ...]:
     """The profiles of every file, in declaration order (the global file's first); a later
     file's table of the same name overrides the fields it sets."""
     merged: dict[str, dict[str, Any]] = {}
+    rules: dict[str, dict[str, Any]] = {}
     for tables in files:
         for name, table in tables.items():
             fields = merged.setdefault(name, {})
             fields.update(
-                {key: value for key, value in attrs.asdict(table, recurse=False).items() if value is not None}
+                {
+                    key: value
+                    for key, value in attrs.asdict(table, recurse=False).items()
+                    if value is not None and key not in _RULE_KEYS
+                }
             )
-    return tuple(Profile(name=name, **fields) for name, fields in merged.items())
+            rules.setdefault(name, {}).update(_rule_fields(table))
+    return tuple(
+        Profile(name=name, rules=CallRules(**rules[name]), **fields) for name, fields in merged.items()
+    )
+
+
+_RULE_KEYS = frozenset(("deny", "read_only", "validate", "confirm"))

@@ -7,7 +7,7 @@ Secrets live in `env` and `headers`, which never appear in a repr.
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 
@@ -30,8 +30,70 @@ Layer = Literal[
 Transport = Literal["stdio", "streamable-http", "sse"]
 StartMode = Literal["eager", "lazy"]
 Naming = Literal["prefix", "hybrid"]
-Exposure = Literal["all", "search"]
+Exposure = Literal["all", "search", "grouped"]
 SemanticMode = Literal["auto", "off"]
+#: How a call's arguments are checked against the tool's inputSchema before it leaves
+#: assern (and its structuredContent against the outputSchema when it comes back).
+ValidateMode = Literal["off", "warn", "strict"]
+#: How a grouped tool's description lists its actions.
+DescriptionFormat = Literal["text", "toon"]
+#: The word in `confirm` that means every tool that may change the world.
+DESTRUCTIVE = "destructive"
+
+
+@attrs.frozen(kw_only=True)
+class Group:
+    """One `[groups.NAME]`: a grouped tool gathering tools of several servers.
+
+    Attributes:
+        name: The grouped tool's name.
+        tools: Globs over exposed names or `SERVER_TOOL`; a tool may be in several groups.
+        description: What the group is for (the first line of the tool's description).
+    """
+
+    name: str
+    tools: tuple[str, ...]
+    description: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MiddlewareSpec:
+    """One `[[middleware]]`: a function wrapped around the forwarding of matching calls.
+
+    Attributes:
+        use: "package.module:factory", or the name of a shipped one ("rate_limit",
+            "redact", "audit").
+        servers: Globs over server names it applies to (None: every server).
+        tools: Globs over exposed names or `SERVER_TOOL` (None: every tool).
+        options: The table handed to the factory.
+        asyncio: The middleware is asyncio code, run through trio-asyncio.
+    """
+
+    use: str
+    servers: tuple[str, ...] | None = None
+    tools: tuple[str, ...] | None = None
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    asyncio: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class CallRules:
+    """What may be listed and called, and how calls are checked: one layer's word
+    (`[settings]`, a `[profiles.NAME]` or a `[servers.NAME]`).
+
+    Attributes:
+        deny: Globs of tools neither listed nor callable (over the exposed name,
+            `SERVER_TOOL` and the server's own name).
+        read_only: Only tools annotated `readOnlyHint: true` are listed and callable.
+        validate: How arguments are checked (None: this layer does not say).
+        confirm: Globs of tools (or the word "destructive") whose calls the calling
+            client is asked to allow first, through MCP elicitation.
+    """
+
+    deny: tuple[str, ...] = ()
+    read_only: bool = False
+    validate: ValidateMode | None = None
+    confirm: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -103,6 +165,9 @@ class Profile:
     exclude_tools: tuple[str, ...] = ()
     max_tools: int | None = None
     max_list_tokens: int | None = None
+    description_format: DescriptionFormat | None = None
+    #: the profile's deny, read_only, validate and confirm (added to the settings')
+    rules: CallRules = attrs.field(factory=CallRules)
 
 
 @attrs.frozen(kw_only=True)
@@ -125,6 +190,12 @@ class Settings:
             catalog in search exposure (None: no limit).
         profiles: The `[profiles.*]` tables, in declaration order (global file first).
         search: `[settings.search]`, how search_tools ranks.
+        description_format: "text" or "toon" for a grouped tool's action table
+            ("toon" is used only where it is shorter).
+        rules: `deny`, `read_only`, `validate` and `confirm` of `[settings]`.
+        groups: The `[groups.*]` tables: with any, grouped exposure shows these groups
+            instead of one tool per server.
+        middleware: The `[[middleware]]` chain, outermost first.
     """
 
     naming: Naming = "prefix"
@@ -136,6 +207,10 @@ class Settings:
     max_list_tokens: int | None = None
     profiles: tuple[Profile, ...] = ()
     search: SearchSettings = attrs.field(factory=SearchSettings)
+    description_format: DescriptionFormat = "text"
+    rules: CallRules = attrs.field(factory=CallRules)
+    groups: tuple[Group, ...] = ()
+    middleware: tuple[MiddlewareSpec, ...] = ()
 
     def profile(self, name: str | None) -> Profile | None:
         """The profile called `name`, if there is one."""
@@ -164,6 +239,7 @@ class ServerSpec:
         url: The endpoint, for the HTTP transports.
         headers: HTTP headers sent to a remote backend. Never logged.
         allowed: fnmatch globs over the backend's original tool names; None exposes all.
+        rules: The server's deny, read_only, validate and confirm.
         policy: How the backend is restarted (OTP restart type, intensity, backoff).
         start: "eager" starts with assern; "lazy" on first use.
         timeout: Seconds allowed for one call.
@@ -185,6 +261,7 @@ class ServerSpec:
     url: str | None = None
     headers: Mapping[str, str] = attrs.field(factory=dict, repr=False, hash=False)
     allowed: tuple[str, ...] | None = None
+    rules: CallRules = attrs.field(factory=CallRules)
     policy: RestartPolicy = attrs.field(factory=RestartPolicy)
     start: StartMode = "eager"
     timeout: float = 60.0

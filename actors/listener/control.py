@@ -99,6 +99,7 @@ async def _status(plane: ControlPlane, command: Command) -> dict[str, Any]:
         reload_error=plane.reload_error(),
         now=time.time(),
         clock=trio.current_time(),
+        catalog=plane.shared.catalog.value,
     )
 
 

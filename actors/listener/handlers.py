@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 import mcp_types as types
 import structlog
 import trio
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import request
 from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressSink
+from assern.actors.gate.confirm import confirm
+from assern.actors.gate.gate import screen_arguments, screen_result
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import exposure
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
@@ -31,7 +34,7 @@ from assern.actors.router.lookup import (
     resolve_resource,
     unknown_prompt_message,
 )
-from assern.actors.search.meta_tools import DESCRIBE_TOOLS, META_TOOLS, SEARCH_TOOLS
+from assern.actors.search.meta_tools import DESCRIBE_TOOLS, META_TOOLS, SEARCH_TOOLS, error_result
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -94,9 +97,16 @@ class Handlers:
         catalog = self._routing.catalog
         if catalog.exposure == "search" and params.name in META_TOOLS:
             return await self._meta_tool(ctx, params, catalog)
+        if params.name not in catalog.tools and not self.shared.settled.is_set():
+            catalog = await self._routing.settled_catalog()
+        group = catalog.groups.get(params.name)
+        if group is not None:
+            chosen = group.resolve(params.arguments)
+            if isinstance(chosen, str):
+                return error_result(chosen)
+            action, arguments = chosen
+            params = params.model_copy(update={"name": action.name, "arguments": arguments})
         route = catalog.tools.get(params.name)
-        if route is None and not self.shared.settled.is_set():
-            route = (await self._routing.settled_catalog()).tools.get(params.name)
         if route is None:
             if params.name in catalog.hidden:
                 server = catalog.hidden[params.name]
@@ -105,6 +115,20 @@ class Handlers:
                     f"Tool '{params.name}' is not allowed: server '{server}' "
                     "exposes only the tools in its `allowed` list.",
                     {"tool": params.name, "server": server},
+                )
+            if params.name in catalog.refused:
+                refused = catalog.refused[params.name]
+                log.info(
+                    "call_refused",
+                    server=refused.server,
+                    tool=params.name,
+                    rule=refused.rule,
+                    client=self._routing.client,
+                )
+                raise RpcError(
+                    types.INVALID_PARAMS,
+                    f"Tool '{params.name}' (server '{refused.server}') is refused: {refused.reason}.",
+                    {"tool": params.name, "server": refused.server, "rule": refused.rule},
                 )
             if params.name in catalog.outside:
                 server = catalog.outside[params.name]
@@ -127,6 +151,26 @@ class Handlers:
                     "servers": [server for server, _ in suggestions.same_base],
                 },
             )
+        gate = route.gate
+        if gate is not None:
+            client = self._routing.client
+            stopped = screen_arguments(
+                gate, route.tool, route.server, route.original, params.arguments, client
+            )
+            if stopped is None and gate.confirm:
+                ask = self._origin(ctx.peer).ask
+                assert ask is not None  # a connection's origin always asks its client
+                stopped = await confirm(
+                    ask,
+                    exposed=params.name,
+                    server=route.server,
+                    tool=route.original,
+                    arguments=params.arguments,
+                    client=client,
+                    elicits=self._elicits(params),
+                )
+            if stopped is not None:
+                return stopped
         token = (params.meta or {}).get("progress_token")
         progress: ProgressSink | None = None
         if token is not None:
@@ -157,7 +201,20 @@ class Handlers:
             self._routing.record_call(handle.name, started)
             raise to_rpc_error(exc) from None
         self._routing.record_call(handle.name, started)
+        if gate is not None and gate.outputs is not None:
+            answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            replaced = screen_result(gate, route.server, route.original, answer)
+            if replaced is not None:
+                return replaced
         return result
+
+    def _elicits(self, params: types.CallToolRequestParams) -> bool | None:
+        """Whether the calling client can be asked (elicitation): from the request's own
+        `_meta` on a 2026-07-28 connection, else from what it declared at initialize."""
+        declared = (_as_dict(params.meta) or {}).get(CLIENT_CAPABILITIES_META_KEY)
+        if isinstance(declared, dict):
+            return "elicitation" in declared
+        return self._routing.elicits
 
     async def _meta_tool(
         self, ctx: RequestContext, params: types.CallToolRequestParams, catalog: Catalog

@@ -25,6 +25,7 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
+from assern.actors.gate.gate import Gate, screen_arguments, screen_result
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, end_to_end_meta, to_rpc_error
@@ -119,6 +120,12 @@ class RawLane:
             if unwrapped is None:
                 return False  # search_tools, describe_tools, or arguments the session explains
             name, arguments = unwrapped
+        group = catalog.groups.get(name)
+        if group is not None:
+            chosen = group.resolve(arguments)
+            if isinstance(chosen, str):
+                return False  # the session answers what is wrong with the call
+            name, arguments = chosen[0].name, chosen[1]
         route = catalog.tools.get(name)
         handle = self.shared.directory().get(route.server) if route is not None else None
         if route is None or handle is None or not handle.lane.fast_path or request_id in self._forwarded:
@@ -126,8 +133,20 @@ class RawLane:
         token = meta.get("progressToken") if meta else None
         if token is not None and not isinstance(token, str | int):
             return False
+        gate = route.gate
+        if gate is not None:
+            if not gate.raw:
+                return False  # it waits for the client's confirmation: the session's
+            stopped = screen_arguments(
+                gate, route.tool, route.server, route.original, arguments, self._routing.client
+            )
+            if stopped is not None:
+                self.write(framing.result(request_id, dump_result(stopped)))
+                return True
+            if gate.outputs is None:
+                gate = None  # nothing to check on the way back
         backend_meta = end_to_end_meta(meta)
-        reply = RawReply(self, request_id, token, handle.name)
+        reply = RawReply(self, request_id, token, handle.name, gate, route.original)
         spliced = handle.lane.splice(
             route.original,
             arguments,
@@ -143,7 +162,15 @@ class RawLane:
         # Not ready (or its stdin is backed up): through the mailbox, which waits for it.
         scope = self._forwarded[request_id] = trio.CancelScope()
         self._nursery.start_soon(
-            self._forward_call, request_id, route.original, handle, arguments, backend_meta, token, scope
+            self._forward_call,
+            request_id,
+            route.original,
+            handle,
+            arguments,
+            backend_meta,
+            token,
+            scope,
+            gate,
         )
         return True
 
@@ -219,6 +246,7 @@ class RawLane:
         meta: dict[str, Any] | None,
         token: str | int | None,
         scope: trio.CancelScope,
+        gate: Gate | None,
     ) -> None:
         send_raw = self._send_raw
         assert send_raw is not None
@@ -252,13 +280,21 @@ class RawLane:
                             reply=reply,
                         ),
                     )
-                    out = framing.result(request_id, result)
+                    replaced = screen_result(gate, handle.name, name, result) if gate is not None else None
+                    out = framing.result(
+                        request_id, dump_result(replaced) if replaced is not None else result
+                    )
                 except Exception as exc:
                     out = error_reply(request_id, exc)
                 self._routing.record_call(handle.name, started)
                 await self._write_quietly(send_raw, out)
         finally:
             self._forwarded.pop(request_id, None)
+
+
+def dump_result(result: types.CallToolResult) -> dict[str, Any]:
+    """A result model as the JSON of a response's `result`."""
+    return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def error_reply(request_id: str | int, error: Exception) -> bytes:
@@ -276,10 +312,20 @@ class RawReply:
     `lost` in the task that closed the backend's request table (splice.py).
     """
 
-    __slots__ = ("_lane", "_request_id", "_server", "_started", "_token")
+    __slots__ = ("_gate", "_lane", "_original", "_request_id", "_server", "_started", "_token")
 
-    def __init__(self, lane: RawLane, request_id: str | int, token: str | int | None, server: str) -> None:
+    def __init__(
+        self,
+        lane: RawLane,
+        request_id: str | int,
+        token: str | int | None,
+        server: str,
+        gate: Gate | None = None,
+        original: str = "",
+    ) -> None:
         self._lane = lane
+        self._gate = gate
+        self._original = original
         self._request_id = request_id
         self._token = token
         self._server = server
@@ -292,6 +338,10 @@ class RawReply:
         if "result" in message:
             # The backend's own bytes with the client's id in place of ours, if certain.
             out = swap_id(line, backend_id, self._request_id)
+            if self._gate is not None and isinstance(message["result"], dict):
+                replaced = screen_result(self._gate, self._server, self._original, message["result"])
+                if replaced is not None:
+                    out = framing.result(self._request_id, dump_result(replaced))
             if out is None:
                 out = framing.result(self._request_id, message["result"])
         else:

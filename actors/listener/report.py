@@ -117,8 +117,15 @@ def instance_report(
     reload_error: str | None,
     now: float,
     clock: float,
+    catalog: Catalog | None = None,
 ) -> dict[str, Any]:
     """The whole status document of one instance (`assernctl status --json`)."""
+    invalid: dict[str, list[dict[str, str]]] = {}
+    for name, (server, why) in (catalog.schema_problems() if catalog is not None else {}).items():
+        invalid.setdefault(server, []).append({"tool": name, "problem": why})
+    backends = [backend_report(handle, stats, now=now, clock=clock) for handle in directory.values()]
+    for backend in backends:
+        backend["invalid_schemas"] = invalid.get(backend["name"], [])
     return {
         "pid": info.pid,
         "slot": info.slot,
@@ -143,14 +150,26 @@ def instance_report(
             }
             for client in clients
         ],
-        "backends": [backend_report(handle, stats, now=now, clock=clock) for handle in directory.values()],
+        "backends": backends,
     }
 
 
 def tool_rows(catalog: Catalog) -> list[dict[str, str]]:
-    """The aggregated tools as `assern list` prints them: name, server, description."""
+    """The aggregated tools as `assern list` prints them: name, server, description.
+
+    A grouped view shows what it lists: each grouped tool with its actions, and the
+    tools no group takes.
+    """
     rows = []
-    for route in catalog.tools.values():
+    routes = list(catalog.tools.values())
+    if catalog.exposure == "grouped":
+        for group in catalog.groups.values():
+            servers = ", ".join(dict.fromkeys(action.server for action in group.actions.values()))
+            actions = ", ".join(group.actions)
+            rows.append({"name": group.name, "server": servers, "description": f"actions: {actions}"})
+        listed = {tool.name for tool in catalog.listed}
+        routes = [route for route in routes if route.name in listed]
+    for route in routes:
         text = (route.tool.description or "").strip()
         first = text.splitlines()[0] if text else ""
         rows.append({"name": route.name, "server": route.server, "description": first})

@@ -34,6 +34,11 @@ class Routing:
         self.shared = shared
         #: the cell of the view this connection reads
         self.cell: Cell[Catalog] = shared.catalog
+        #: the `clientInfo.name` of the connection's client, once it gave one
+        self.client: str | None = None
+        #: whether the client declared the elicitation capability at initialize (None:
+        #: not known, e.g. a 2026-07-28 client, which says so in each request)
+        self.elicits: bool | None = None
         self._moved = trio.Event()
 
     @property

@@ -215,6 +215,9 @@ class ClientConnection:
         return None
 
     def _record_client(self, params: Mapping[str, Any]) -> None:
+        capabilities = params.get("capabilities")
+        if isinstance(capabilities, Mapping):
+            self.routing.elicits = "elicitation" in capabilities
         info = params.get("clientInfo")
         if isinstance(info, Mapping) and isinstance(info.get("name"), str):
             self.client_name = info["name"]
@@ -223,6 +226,7 @@ class ClientConnection:
     def _match_profile(self) -> None:
         """Serve the client the first profile whose `match` takes its name (unless one
         was given for the connection)."""
+        self.routing.client = self.client_name
         if self._profile_given:
             return
         profile = choose_profile(self.shared.profiles(), self.client_name)

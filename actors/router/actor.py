@@ -84,6 +84,8 @@ class RouterActor:
         self._built_from: dict[str | None, CatalogInputs] = {}
         #: each view's last search index (search exposure), the base of its next one
         self._indexes: dict[str | None, SearchIndex] = {}
+        #: the invalid backend schemas already reported: (server, exposed name, problem)
+        self._reported_schemas: set[tuple[str, str, str]] = set()
 
     def rebuild(self) -> Catalog:
         """Publish each view's catalog of the current listings, unless they built it."""
@@ -137,7 +139,17 @@ class RouterActor:
             log.info("view_lists_all_tools_again", profile=name, tools=len(catalog.tools))
         cell.set(catalog)
         self._built_from[name] = inputs
+        self._report_schemas(catalog)
         return True
+
+    def _report_schemas(self, catalog: Catalog) -> None:
+        """Log each backend schema that is not valid JSON Schema once (its tool is served
+        unvalidated; `assernctl status` lists them too)."""
+        for tool, (server, problem) in catalog.schema_problems().items():
+            key = (server, tool, problem)
+            if key not in self._reported_schemas:
+                self._reported_schemas.add(key)
+                log.warning("backend_schema_invalid", server=server, tool=tool, problem=problem)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with structlog.contextvars.bound_contextvars(actor="router"):

@@ -16,12 +16,16 @@ from typing import Literal
 import attrs
 import mcp_types as types
 
+from assern.actors.config.spec import CallRules, DescriptionFormat, Group
+from assern.actors.gate.gate import Gate, build_gate
+from assern.actors.gate.rules import Refusal, combine, refusal
 from assern.actors.router import naming
+from assern.actors.router.grouped import Action, GroupRoute, build_group, server_head
 from assern.actors.search.index import SearchIndex, SegmentInput
 from assern.actors.search.meta_tools import DEFINITIONS, META_TOOLS
 
 Naming = Literal["prefix", "hybrid"]
-Exposure = Literal["all", "search"]
+Exposure = Literal["all", "search", "grouped"]
 #: Whether a view shows a tool: (exposed name, server, the server's own name) -> bool
 ShowsTool = Callable[[str, str, str], bool]
 
@@ -40,6 +44,8 @@ class BackendListing:
     templates: tuple[types.ResourceTemplate, ...] = ()
     prompts: tuple[types.Prompt, ...] = ()
     allowed: tuple[str, ...] | None = None
+    #: the server's own deny, read_only, validate and confirm
+    rules: CallRules = attrs.field(factory=CallRules)
     capabilities: types.ServerCapabilities | None = None
     #: what the server said about how to use it (searched with its tools)
     instructions: str | None = None
@@ -51,6 +57,8 @@ class ToolRoute:
     server: str
     original: str
     tool: types.Tool
+    #: what its calls pass through (None: forwarded untouched)
+    gate: Gate | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen(kw_only=True)
@@ -95,6 +103,10 @@ class Catalog:
     templates: tuple[TemplateRoute, ...] = ()
     #: exposed name -> server, for tools that `allowed` hides (refused on call, never listed)
     hidden: Mapping[str, str] = attrs.field(factory=dict)
+    #: exposed name -> why `deny` or `read_only` keeps the tool out (refused on call)
+    refused: Mapping[str, Refusal] = attrs.field(factory=dict)
+    #: grouped exposure's tools by name (each routes its actions to tools of `tools`)
+    groups: Mapping[str, GroupRoute] = attrs.field(factory=dict)
     #: a backend's own tool name -> the exposed names of every tool with that name
     by_base: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     capabilities: Mapping[str, types.ServerCapabilities] = attrs.field(factory=dict)
@@ -121,6 +133,15 @@ class Catalog:
     @property
     def tool_list(self) -> list[types.Tool]:
         return list(self.listed)
+
+    def schema_problems(self) -> dict[str, tuple[str, str]]:
+        """exposed name -> (server, why) of every tool whose own schemas are not valid
+        JSON Schema (served unvalidated)."""
+        return {
+            name: (route.server, route.gate.schema_problem)
+            for name, route in self.tools.items()
+            if route.gate is not None and route.gate.schema_problem is not None
+        }
 
 
 def search_sources(listings: Iterable[BackendListing], catalog: Catalog) -> list[SegmentInput]:
@@ -162,6 +183,9 @@ def build_catalog(
     shows: ShowsTool | None = None,
     profile: str | None = None,
     shows_server: Callable[[str], bool] = _every_server,
+    rules: CallRules | None = None,
+    groups: Sequence[Group] = (),
+    description_format: DescriptionFormat = "text",
 ) -> Catalog:
     """Merge listings (in configuration order) into one prefixed catalog.
 
@@ -170,8 +194,15 @@ def build_catalog(
     backend offers the same name; a resource URI or URI template keeps its own form for
     the first backend (in configuration order) that lists it, and every later backend
     listing the same one exposes it as `assern://SERVER/URI`.
+
+    `rules` (the view's) and each listing's own rules keep denied and (under
+    `read_only`) changing tools out, and give every other tool its `Gate`.
+
+    In grouped exposure the listed tools are one per server (or one per `groups` entry,
+    beside the tools no group takes); every tool stays callable by its own exposed name.
     """
     listings = list(listings)
+    view_rules = rules or CallRules()
     tool_owners: dict[str, set[str]] = {}
     prompt_owners: dict[str, set[str]] = {}
     for listing in listings:
@@ -184,9 +215,18 @@ def build_catalog(
     # name is exposed with its server's prefix (as a clash between two backends would be).
     reserved = frozenset(META_TOOLS) if exposure == "search" else frozenset()
     taken_tools: dict[str, str] = dict.fromkeys(reserved, "")
+    # Grouped tools' names are claimed first: a backend's tool of the same name yields.
+    group_names: dict[str, str] = {}
+    if exposure == "grouped":
+        wanted_groups = [g.name for g in groups] or [naming.server_prefix(x.server) for x in listings]
+        owners = [g.name for g in groups] or [x.server for x in listings]
+        for wanted_group, owner in zip(wanted_groups, owners, strict=True):
+            group_names[owner] = _claim(taken_tools, wanted_group, f"\0group\0{owner}", max_name_length)
+        reserved = frozenset(group_names.values())
     taken_prompts: dict[str, str] = {}
     tools: dict[str, ToolRoute] = {}
     hidden: dict[str, str] = {}
+    refused: dict[str, Refusal] = {}
     outside: dict[str, str] = {}
     by_base: dict[str, list[str]] = {}
     prompts: dict[str, PromptRoute] = {}
@@ -196,12 +236,18 @@ def build_catalog(
 
     for listing in listings:
         server = listing.server
+        tool_rules = combine(view_rules, listing.rules)
         for tool in listing.tools:
             natural = mode == "hybrid" and len(tool_owners[tool.name]) == 1
             natural = natural and tool.name not in reserved
             wanted = tool.name if natural else naming.tool_name(server, tool.name)
             if not is_allowed(tool.name, listing.allowed):
                 hidden[naming.shorten(wanted, max_name_length)] = server
+                continue
+            names = (naming.shorten(wanted, max_name_length), naming.tool_name(server, tool.name), tool.name)
+            refused_by = refusal(tool_rules, names, server, tool)
+            if refused_by is not None:
+                refused[names[0]] = refused_by
                 continue
             exposed = _claim(taken_tools, wanted, f"{server}\0{tool.name}", max_name_length)
             if shows is not None and not shows(exposed, server, tool.name):
@@ -212,6 +258,7 @@ def build_catalog(
                 server=server,
                 original=tool.name,
                 tool=tool.model_copy(update={"name": exposed}),
+                gate=build_gate(tool, tool_rules, (exposed, *names[1:]), grouped=exposure == "grouped"),
             )
             by_base.setdefault(tool.name, []).append(exposed)
         for prompt in listing.prompts:
@@ -251,7 +298,20 @@ def build_catalog(
                 )
             )
 
-    if exposure == "search":
+    grouped: dict[str, GroupRoute] = {}
+    if exposure == "grouped":
+        grouped = _groups(listings, tools, groups, group_names, description_format)
+    if exposure == "grouped":
+        in_groups = {action.name for group in grouped.values() for action in group.actions.values()}
+        listed = (
+            *(group.tool for group in grouped.values()),
+            *(
+                route.tool
+                for name, route in tools.items()
+                if name not in in_groups or any(fnmatch.fnmatchcase(name, pattern) for pattern in pinned)
+            ),
+        )
+    elif exposure == "search":
         listed = (
             *DEFINITIONS,
             *(
@@ -278,6 +338,8 @@ def build_catalog(
         resources=resources,
         templates=tuple(templates),
         hidden={name: server for name, server in hidden.items() if name not in tools},
+        refused={name: why for name, why in refused.items() if name not in tools},
+        groups=grouped,
         outside=outside,
         profile=profile,
         shows_server=shows_server,
@@ -286,6 +348,49 @@ def build_catalog(
             listing.server: listing.capabilities for listing in listings if listing.capabilities is not None
         },
     )
+
+
+def _groups(
+    listings: Sequence[BackendListing],
+    tools: Mapping[str, ToolRoute],
+    groups: Sequence[Group],
+    names: Mapping[str, str],
+    fmt: DescriptionFormat,
+) -> dict[str, GroupRoute]:
+    """The grouped tools: one per `groups` entry that takes any tool, else one per
+    server with tools (`names`: each group's or server's claimed tool name)."""
+    found: dict[str, GroupRoute] = {}
+    if groups:
+        for group in groups:
+            members = [
+                route
+                for route in tools.values()
+                if any(
+                    fnmatch.fnmatchcase(name, pattern)
+                    for name in (route.name, naming.tool_name(route.server, route.original))
+                    for pattern in group.tools
+                )
+            ]
+            if not members:
+                continue
+            actions = [_action(f"{r.server}.{r.original}", r) for r in members]
+            servers = ", ".join(dict.fromkeys(r.server for r in members))
+            head = group.description or f"{len(members)} tools of {servers}"
+            head += "\nSet `action` to one of them."
+            name = names[group.name]
+            found[name] = build_group(name, head, actions, fmt)
+        return found
+    for listing in listings:
+        members = [route for route in tools.values() if route.server == listing.server]
+        if members:
+            name = names[listing.server]
+            head = server_head(listing.server, listing.instructions, len(members))
+            found[name] = build_group(name, head, [_action(r.original, r) for r in members], fmt)
+    return found
+
+
+def _action(key: str, route: ToolRoute) -> Action:
+    return Action(key=key, name=route.name, server=route.server, tool=route.tool)
 
 
 @attrs.frozen(kw_only=True)

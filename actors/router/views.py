@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from assern.actors.config.spec import Exposure, Naming, Profile, SearchSettings, Settings
+from assern.actors.config.spec import (
+    CallRules,
+    DescriptionFormat,
+    Exposure,
+    Group,
+    Naming,
+    Profile,
+    SearchSettings,
+    Settings,
+)
+from assern.actors.gate.rules import combine
 from assern.actors.router import naming
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
 from assern.supervisor.cell import Cell
@@ -66,6 +76,10 @@ class View:
     max_list_tokens: int | None = None
     #: how much a word counts in each field of a tool when searched (FieldWeights' order)
     weights: tuple[float, ...] = SearchSettings().weights
+    #: deny, read_only, validate and confirm of the settings and the profile
+    rules: CallRules = attrs.field(factory=CallRules)
+    description_format: DescriptionFormat = "text"
+    groups: tuple[Group, ...] = ()
 
     def shows_server(self, server: str) -> bool:
         return (self.servers is None or server in self.servers) and server not in self.exclude_servers
@@ -93,6 +107,9 @@ def settings_view(settings: Settings) -> View:
         max_tools=settings.max_tools,
         max_list_tokens=settings.max_list_tokens,
         weights=settings.search.weights,
+        rules=settings.rules,
+        description_format=settings.description_format,
+        groups=settings.groups,
     )
 
 
@@ -114,6 +131,9 @@ def profile_view(settings: Settings, profile: Profile) -> View:
             profile.max_list_tokens if profile.max_list_tokens is not None else base.max_list_tokens
         ),
         weights=base.weights,
+        rules=combine(base.rules, profile.rules),
+        description_format=profile.description_format or base.description_format,
+        groups=base.groups,
     )
 
 
@@ -169,6 +189,9 @@ def build_view(listings: Iterable[BackendListing], view: View, *, version: int =
             shows=view.shows_tool if view.filters_tools else None,
             profile=view.profile,
             shows_server=view.shows_server,
+            rules=view.rules,
+            groups=view.groups,
+            description_format=view.description_format,
         )
 
     catalog = build(view.exposure)

@@ -95,6 +95,11 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     for b in backends:
         if b.get("next_restart_in_s") is not None:
             lines.append(f"  {b['name']}: next restart in {b['next_restart_in_s']:.1f} s")
+        for invalid in b.get("invalid_schemas") or ():
+            lines.append(
+                f"  {b['name']}: {invalid['tool']} has an invalid schema, served unvalidated: "
+                f"{_short(invalid['problem'])}"
+            )
         if b["state"] in ("failed", "restarting") and b.get("stderr_tail"):
             lines.append(f"  {b['name']}: last stderr lines:")
             lines += [f"    {line}" for line in b["stderr_tail"][-5:]]

@@ -20,6 +20,7 @@ import trio
 from mcp.client.stdio import StdioServerParameters
 
 TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_server.py"
+NOTES_SERVER = TESTING_SERVER.with_name("notes_server.py")
 
 
 def assern_command() -> str:
@@ -117,6 +118,12 @@ def server_table(name: str, *flags: str) -> str:
     """A `[servers.NAME]` table that runs the SDK test server."""
     args = ", ".join(f'"{a}"' for a in (str(TESTING_SERVER), "--name", name, *flags))
     return f'[servers.{name}]\ncommand = "${{ASSERN_PYTHON}}"\nargs = [{args}]\n'
+
+
+def notes_table(name: str = "notes", *flags: str, extra: str = "") -> str:
+    """A `[servers.NAME]` table that runs the notes server (annotated, structured tools)."""
+    args = ", ".join(f'"{a}"' for a in (str(NOTES_SERVER), "--name", name, *flags))
+    return f'[servers.{name}]\ncommand = "${{ASSERN_PYTHON}}"\nargs = [{args}]\n{extra}'
 
 
 TIME_SERVER = (

@@ -49,6 +49,7 @@ INSTANCE_KEYS = {
 }
 BACKEND_KEYS = {
     "name",
+    "invalid_schemas",
     "state",
     "transport",
     "pid",

@@ -83,7 +83,7 @@ def test_a_profile_naming_a_server_that_does_not_run_is_a_warning(world: World) 
     [
         ("max_tools = -1", "expected an integer >= 0, got -1 @ profiles.small.max_tools"),
         ("max_list_tokens = 0", "expected an integer >= 1, got 0 @ profiles.small.max_list_tokens"),
-        ('exposure = "grouped"', "profiles.small.exposure"),
+        ('exposure = "sideways"', "profiles.small.exposure"),
         ("max_name_length = 3", "expected an integer >= 16, got 3 @ profiles.small.max_name_length"),
         ('servers = "time"', "profiles.small.servers"),
         ('colour = "red"', "unknown key 'colour' @ profiles.small"),

@@ -1,0 +1,129 @@
+"""A tool's gate: everything a call passes through before and after its backend, compiled
+once per catalog snapshot (never per call)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import mcp_types as types
+import structlog
+
+from assern.actors.config.spec import CallRules, ValidateMode
+from assern.actors.gate.rules import needs_confirm, validate_mode
+from assern.actors.gate.validation import Check, InvalidSchema, compile_schema, rejection_text
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+log = structlog.get_logger()
+
+
+@attrs.frozen(kw_only=True)
+class Gate:
+    """What a call of one tool passes through.
+
+    Attributes:
+        validate: "warn" logs bad arguments and forwards; "strict" answers them with an
+            error result and never calls the backend; "off" checks nothing.
+        inputs: The compiled inputSchema (None: not validated).
+        outputs: The compiled outputSchema (None: none declared, or not validated).
+        confirm: The calling client is asked (MCP elicitation) before the call is sent.
+        schema_problem: Why the backend's own schemas could not be compiled, if they
+            could not (its tool is then served unvalidated).
+    """
+
+    validate: ValidateMode = "off"
+    inputs: Check | None = None
+    outputs: Check | None = None
+    confirm: bool = False
+    schema_problem: str | None = None
+
+    @property
+    def raw(self) -> bool:
+        """Whether the raw lane may pass the call itself (validation is synchronous; a
+        confirmation waits for the client, so the session path takes those calls)."""
+        return not self.confirm
+
+    def input_problems(self, arguments: Mapping[str, Any] | None) -> list[str]:
+        if self.inputs is None:
+            return []
+        return self.inputs.problems(arguments if arguments is not None else {})
+
+    def output_problems(self, structured: Any) -> list[str]:
+        if self.outputs is None:
+            return []
+        if structured is None:
+            return ["$: no structuredContent, although the tool declares an outputSchema"]
+        return self.outputs.problems(structured, unknown_fields=False)
+
+
+def build_gate(
+    tool: types.Tool, rules: CallRules, names: Sequence[str], *, grouped: bool = False
+) -> Gate | None:
+    """The gate of `tool` under `rules`, or None when its calls pass untouched."""
+    mode = validate_mode(rules, grouped=grouped)
+    confirm = needs_confirm(rules, names, tool)
+    if mode == "off" and not confirm:
+        return None
+    inputs = outputs = None
+    problem = None
+    if mode != "off":
+        try:
+            inputs = compile_schema(tool.input_schema)
+            if tool.output_schema is not None:
+                outputs = compile_schema(tool.output_schema)
+        except InvalidSchema as exc:
+            inputs = outputs = None
+            problem = str(exc)
+    return Gate(validate=mode, inputs=inputs, outputs=outputs, confirm=confirm, schema_problem=problem)
+
+
+def rejected(tool: str, problems: Sequence[str], schema: Mapping[str, Any]) -> types.CallToolResult:
+    """The tool result of a call strict validation stopped."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=rejection_text(tool, problems, schema))], is_error=True
+    )
+
+
+def output_mismatch(server: str, tool: str, problems: Sequence[str]) -> types.CallToolResult:
+    """The tool result that replaces a backend's answer that breaks its own outputSchema."""
+    lines = [
+        f"Server '{server}' answered {tool} with structuredContent that does not match the "
+        "outputSchema it declared (the backend is at fault, not the call):",
+        *(f"- {problem}" for problem in problems),
+    ]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text="\n".join(lines))], is_error=True
+    )
+
+
+def screen_arguments(
+    gate: Gate, tool: types.Tool, server: str, original: str, arguments: Any, client: str | None
+) -> types.CallToolResult | None:
+    """Check a call's arguments: the result that answers it instead of the backend when
+    strict validation stops it, else None (a "warn" gate logs what it found)."""
+    problems = gate.input_problems(arguments)
+    if not problems:
+        return None
+    if gate.validate == "strict":
+        log.info(
+            "call_refused", server=server, tool=original, rule="validate", client=client, problems=problems
+        )
+        return rejected(tool.name, problems, tool.input_schema)
+    log.warning("call_arguments_invalid", server=server, tool=original, client=client, problems=problems)
+    return None
+
+
+def screen_result(
+    gate: Gate, server: str, original: str, result: Mapping[str, Any]
+) -> types.CallToolResult | None:
+    """Check a backend's answer (as JSON) against its outputSchema: the result that
+    replaces it under strict validation, else None (a "warn" gate logs the mismatch)."""
+    if gate.outputs is None or result.get("isError"):
+        return None
+    problems = gate.output_problems(result.get("structuredContent"))
+    if not problems:
+        return None
+    log.warning("result_schema_mismatch", server=server, tool=original, problems=problems)
+    return output_mismatch(server, original, problems) if gate.validate == "strict" else None
