@@ -18,7 +18,6 @@ from assern.actors.config.model import (
     ConfigFile,
     GroupConfig,
     LocalConfigFile,
-    MiddlewareConfig,
     ProfileConfig,
     ProjectConfig,
     ServerConfig,
@@ -89,7 +88,6 @@ class GlobalSource:
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
-    middleware: tuple[MiddlewareConfig, ...] = ()
     files: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -115,7 +113,6 @@ class LocalSource:
     servers: ServerStacks = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
-    middleware: tuple[MiddlewareConfig, ...] = ()
     files: tuple[Path, ...] = ()
 
 
@@ -189,7 +186,6 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
         projects=model.projects,
         profiles=model.profiles,
         groups=model.groups,
-        middleware=model.middleware,
         files=(path, *included_files),
         notes=notes,
     )
@@ -225,7 +221,6 @@ def read_local(root: Path, *, home: Path) -> LocalSource:
         servers=_stack(included, own),
         profiles=model.profiles,
         groups=model.groups,
-        middleware=model.middleware,
         files=(path, *included_files),
     )
 

@@ -221,17 +221,6 @@ class GroupConfig:
 
 
 @attrs.frozen(kw_only=True)
-class MiddlewareConfig:
-    """One `[[middleware]]` table (spec.MiddlewareSpec)."""
-
-    use: str
-    servers: tuple[str, ...] | None = None
-    tools: tuple[str, ...] | None = None
-    options: Mapping[str, Any] = attrs.field(factory=dict)
-    asyncio: bool = False
-
-
-@attrs.frozen(kw_only=True)
 class McpServerEntry:
     """One entry of an `mcpServers` JSON file (Claude Desktop, Cursor, Claude Code, cllm-mcp).
 
@@ -441,7 +430,6 @@ class ConfigFile:
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
-    middleware: tuple[MiddlewareConfig, ...] = ()
     include: tuple[str, ...] = ()
 
     def problems(self, *, included: Collection[str]) -> list[str]:
@@ -477,5 +465,4 @@ class LocalConfigFile:
     servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
-    middleware: tuple[MiddlewareConfig, ...] = ()
     include: tuple[str, ...] = ()

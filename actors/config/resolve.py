@@ -33,7 +33,7 @@ up enabled are expanded, so an unused server's missing variable is not an error.
 """
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +64,6 @@ from assern.actors.config.merge import (
 )
 from assern.actors.config.model import (
     GroupConfig,
-    MiddlewareConfig,
     ProfileConfig,
     ProjectConfig,
     SettingsConfig,
@@ -73,7 +72,6 @@ from assern.actors.config.project import detect_project, find_local_root
 from assern.actors.config.spec import (
     CallRules,
     Group,
-    MiddlewareSpec,
     Profile,
     Provenance,
     ResolvedConfig,
@@ -193,11 +191,7 @@ def resolve_config(
     warnings += profile_warnings(profiles, servers)
 
     settings = _settings(source.settings, local.settings if local else None, profiles=profiles)
-    settings = attrs.evolve(
-        settings,
-        groups=_groups(source.groups, local.groups if local else {}),
-        middleware=(*_middleware(source.middleware), *_middleware(local.middleware if local else ())),
-    )
+    settings = attrs.evolve(settings, groups=_groups(source.groups, local.groups if local else {}))
     return ResolvedConfig(
         settings=settings,
         servers=servers,
@@ -322,19 +316,6 @@ def _groups(*files: Mapping[str, GroupConfig]) -> tuple[Group, ...]:
         merged.update(tables)
     return tuple(
         Group(name=name, tools=table.tools, description=table.description) for name, table in merged.items()
-    )
-
-
-def _middleware(tables: Sequence[MiddlewareConfig]) -> tuple[MiddlewareSpec, ...]:
-    return tuple(
-        MiddlewareSpec(
-            use=table.use,
-            servers=table.servers,
-            tools=table.tools,
-            options=dict(table.options),
-            asyncio=table.asyncio,
-        )
-        for table in tables
     )
 
 

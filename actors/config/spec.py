@@ -7,7 +7,7 @@ Secrets live in `env` and `headers`, which never appear in a repr.
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import attrs
 
@@ -54,26 +54,6 @@ class Group:
     name: str
     tools: tuple[str, ...]
     description: str | None = None
-
-
-@attrs.frozen(kw_only=True)
-class MiddlewareSpec:
-    """One `[[middleware]]`: a function wrapped around the forwarding of matching calls.
-
-    Attributes:
-        use: "package.module:factory", or the name of a shipped one ("rate_limit",
-            "redact", "audit").
-        servers: Globs over server names it applies to (None: every server).
-        tools: Globs over exposed names or `SERVER_TOOL` (None: every tool).
-        options: The table handed to the factory.
-        asyncio: The middleware is asyncio code, run through trio-asyncio.
-    """
-
-    use: str
-    servers: tuple[str, ...] | None = None
-    tools: tuple[str, ...] | None = None
-    options: Mapping[str, Any] = attrs.field(factory=dict)
-    asyncio: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -195,7 +175,6 @@ class Settings:
         rules: `deny`, `read_only`, `validate` and `confirm` of `[settings]`.
         groups: The `[groups.*]` tables: with any, grouped exposure shows these groups
             instead of one tool per server.
-        middleware: The `[[middleware]]` chain, outermost first.
     """
 
     naming: Naming = "prefix"
@@ -210,7 +189,6 @@ class Settings:
     description_format: DescriptionFormat = "text"
     rules: CallRules = attrs.field(factory=CallRules)
     groups: tuple[Group, ...] = ()
-    middleware: tuple[MiddlewareSpec, ...] = ()
 
     def profile(self, name: str | None) -> Profile | None:
         """The profile called `name`, if there is one."""

@@ -141,7 +141,8 @@ def group_description(head: str, actions: Sequence[Action], fmt: DescriptionForm
     listing = actions_text(actions)
     if fmt == "toon":
         table = actions_toon(actions)
-        if len(table) < len(listing):
+        # Compared as the tools/list JSON carries them (TOON's quotes are escaped there).
+        if len(json.dumps(table)) < len(json.dumps(listing)):
             listing = table
     return f"{head}\n\n{listing}"
 

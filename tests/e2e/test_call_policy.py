@@ -6,7 +6,7 @@ schema is reported once and served unvalidated."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,9 @@ async def test_the_question_goes_to_the_client_that_called_on_a_shared_instance(
     config = write_config(CONFIRMING + notes_table("notes", "--record", str(record)))
     asked: list[str] = []
 
-    def callback(who: str, answer: Any) -> Any:
+    Answer = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult]]
+
+    def callback(who: str, answer: Answer) -> Answer:
         async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             asked.append(who)
             return await answer(context, params)

@@ -147,6 +147,9 @@ def test_explain_gives_every_env_key_with_its_layer_and_file(assern_env: AssernE
     assert "GITHUB_TOKEN" in human.stdout
     assert "local-env" in human.stdout
     assert "system-env" in human.stdout
+    assert "calls (per view):" in human.stdout
+    assert "settings: exposure all; validate warn" in human.stdout
+    assert document["calls"]["settings"]["validate"] == "warn"
 
     # --reveal into a pipe is refused: the values stay redacted
     piped = ctl(assern_env, "explain", "github", "--reveal", "--json", cwd=repo)

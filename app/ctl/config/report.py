@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from assern.actors.gate.rules import combine, validate_mode
 from assern.supervisor.io.logs import redact
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from assern.actors.config.spec import Provenance, ResolvedConfig, ServerSpec
+    from assern.actors.config.spec import CallRules, Provenance, ResolvedConfig, ServerSpec, Settings
 
 #: The layer word of an env key that no config layer set (it came from the system env).
 SYSTEM_LAYER = "system-env"
@@ -100,12 +101,40 @@ def show_document(config: ResolvedConfig) -> dict[str, Any]:
 
 
 def explain_document(config: ResolvedConfig, spec: ServerSpec, *, reveal: bool) -> dict[str, Any]:
-    """One server's final command, args, cwd and complete env with provenance."""
+    """One server's final command, args, cwd and complete env with provenance, and how
+    its tools are exposed and called in the settings' view and in each profile's."""
     return {
         "server": spec.name,
         "project": config.project,
         "revealed": reveal,
         **server_document(spec, reveal=reveal, system_env=True),
+        "calls": calls_document(config.settings, spec),
+    }
+
+
+def calls_document(settings: Settings, spec: ServerSpec) -> dict[str, dict[str, Any]]:
+    """Per view (`settings`, then each profile): the exposure, validation and safety
+    rules that apply to this server's tools."""
+    found = {"settings": _calls(settings.exposure, combine(settings.rules, spec.rules))}
+    for profile in settings.profiles:
+        if (profile.servers is not None and spec.name not in profile.servers) or (
+            spec.name in profile.exclude_servers
+        ):
+            found[f"profile {profile.name}"] = {"shown": False}
+            continue
+        rules = combine(settings.rules, profile.rules, spec.rules)
+        found[f"profile {profile.name}"] = _calls(profile.exposure or settings.exposure, rules)
+    return found
+
+
+def _calls(exposure: str, rules: CallRules) -> dict[str, Any]:
+    return {
+        "shown": True,
+        "exposure": exposure,
+        "validate": validate_mode(rules, grouped=exposure == "grouped"),
+        "deny": list(rules.deny),
+        "read_only": rules.read_only,
+        "confirm": list(rules.confirm),
     }
 
 
@@ -153,6 +182,20 @@ def render_explain(document: Mapping[str, Any]) -> str:
     if not document["revealed"]:
         lines.append("")
         lines.append("values are redacted; --reveal shows them when the output is a terminal")
+    lines.append("")
+    lines.append("calls (per view):")
+    for view, calls in document["calls"].items():
+        if not calls["shown"]:
+            lines.append(f"  {view}: not shown")
+            continue
+        rules = [f"exposure {calls['exposure']}", f"validate {calls['validate']}"]
+        if calls["deny"]:
+            rules.append("deny " + ", ".join(calls["deny"]))
+        if calls["read_only"]:
+            rules.append("read-only tools only")
+        if calls["confirm"]:
+            rules.append("confirm " + ", ".join(calls["confirm"]))
+        lines.append(f"  {view}: " + "; ".join(rules))
     return "\n".join(lines)
 
 

@@ -1,15 +1,15 @@
 """deny, read_only, validate and confirm in `[settings]`, `[profiles.NAME]` and
-`[servers.NAME]`; `[groups.NAME]` and `[[middleware]]` tables; each checked."""
+`[servers.NAME]`; `[groups.NAME]` tables; each checked."""
 
 from __future__ import annotations
 
 import pytest
 from config_world import World
 
-from assern.actors.config.spec import CallRules, ConfigError, Group, MiddlewareSpec
+from assern.actors.config.spec import CallRules, ConfigError, Group
 
 
-def test_rules_groups_and_middleware_are_read_from_both_files(world: World) -> None:
+def test_rules_and_groups_are_read_from_both_files(world: World) -> None:
     world.global_config(
         """
         [settings]
@@ -31,11 +31,6 @@ def test_rules_groups_and_middleware_are_read_from_both_files(world: World) -> N
         [groups.issues]
         tools = ["github_*_issue", "jira_*"]
         description = "Issues everywhere"
-
-        [[middleware]]
-        use = "rate_limit"
-        tools = ["github_*"]
-        options = { calls = 5, per = 1.0 }
         """
     )
     world.write(
@@ -49,10 +44,6 @@ def test_rules_groups_and_middleware_are_read_from_both_files(world: World) -> N
 
         [groups.issues]
         tools = ["*_issue"]
-
-        [[middleware]]
-        use = "audit"
-        options = { file = "audit.jsonl" }
         """,
     )
     resolved = world.resolve(cwd="repo")
@@ -64,10 +55,6 @@ def test_rules_groups_and_middleware_are_read_from_both_files(world: World) -> N
     assert profile.rules == CallRules(read_only=True, validate="off", confirm=("*_push_*",))
     assert resolved.servers["github"].rules == CallRules(deny=("*_admin_*",), read_only=True, validate="off")
     assert settings.groups == (Group(name="issues", tools=("*_issue",)),)
-    assert settings.middleware == (
-        MiddlewareSpec(use="rate_limit", tools=("github_*",), options={"calls": 5, "per": 1.0}),
-        MiddlewareSpec(use="audit", options={"file": "audit.jsonl"}),
-    )
 
 
 @pytest.mark.parametrize(
@@ -80,8 +67,6 @@ def test_rules_groups_and_middleware_are_read_from_both_files(world: World) -> N
         ('[profiles.p]\nvalidate = "hard"', "profiles.p.validate"),
         ('[servers.s]\ncommand = "x"\nconfirm = 3', "servers.s.confirm"),
         ("[groups.g]\ndescription = 'no tools'", "groups.g.tools"),
-        ('[[middleware]]\nservers = ["a"]', "middleware[0].use"),
-        ('[[middleware]]\nuse = "x"\noptions = 3', "middleware[0].options"),
     ],
 )
 def test_bad_values_name_the_file_and_the_key(world: World, table: str, problem: str) -> None:
