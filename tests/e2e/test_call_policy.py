@@ -234,7 +234,7 @@ async def test_the_question_goes_to_the_client_that_called_on_a_shared_instance(
 
     Answer = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult]]
 
-    def callback(who: str, answer: Answer) -> Answer:
+    def callback(who: str, answer: Answer) -> Any:  # the SDK's callback protocol
         async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             asked.append(who)
             return await answer(context, params)
