@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
 import structlog
+
+from assern.actors.gate.gate import tool_error
+
+if TYPE_CHECKING:
+    import mcp_types as types
 
 log = structlog.get_logger()
 
@@ -33,8 +37,7 @@ def question(server: str, tool: str, arguments: Any) -> str:
 
 
 def _refused(exposed: str, why: str) -> types.CallToolResult:
-    text = f"The call of {exposed} was not sent: {why}."
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return tool_error(f"The call of {exposed} was not sent: {why}.")
 
 
 async def confirm(

@@ -11,7 +11,13 @@ import structlog
 
 from assern.actors.config.spec import CallRules, ValidateMode
 from assern.actors.gate.rules import needs_confirm, validate_mode
-from assern.actors.gate.validation import Check, InvalidSchema, compile_schema, rejection_text
+from assern.actors.gate.validation import (
+    Check,
+    InvalidSchema,
+    SchemaCache,
+    compile_schema,
+    rejection_text,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -59,9 +65,16 @@ class Gate:
 
 
 def build_gate(
-    tool: types.Tool, rules: CallRules, names: Sequence[str], *, grouped: bool = False
+    tool: types.Tool,
+    rules: CallRules,
+    names: Sequence[str],
+    *,
+    grouped: bool = False,
+    schemas: SchemaCache | None = None,
 ) -> Gate | None:
-    """The gate of `tool` under `rules`, or None when its calls pass untouched."""
+    """The gate of `tool` under `rules`, or None when its calls pass untouched
+    (`schemas`: compiled schemas to reuse)."""
+    compile_ = schemas.compile if schemas is not None else compile_schema
     mode = validate_mode(rules, grouped=grouped)
     confirm = needs_confirm(rules, names, tool)
     if mode == "off" and not confirm:
@@ -70,20 +83,23 @@ def build_gate(
     problem = None
     if mode != "off":
         try:
-            inputs = compile_schema(tool.input_schema)
+            inputs = compile_(tool.input_schema)
             if tool.output_schema is not None:
-                outputs = compile_schema(tool.output_schema)
+                outputs = compile_(tool.output_schema)
         except InvalidSchema as exc:
             inputs = outputs = None
             problem = str(exc)
     return Gate(validate=mode, inputs=inputs, outputs=outputs, confirm=confirm, schema_problem=problem)
 
 
+def tool_error(text: str) -> types.CallToolResult:
+    """A tool result with `isError: true`: what assern answers instead of the backend."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
 def rejected(tool: str, problems: Sequence[str], schema: Mapping[str, Any]) -> types.CallToolResult:
     """The tool result of a call strict validation stopped."""
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=rejection_text(tool, problems, schema))], is_error=True
-    )
+    return tool_error(rejection_text(tool, problems, schema))
 
 
 def output_mismatch(server: str, tool: str, problems: Sequence[str]) -> types.CallToolResult:
@@ -93,9 +109,7 @@ def output_mismatch(server: str, tool: str, problems: Sequence[str]) -> types.Ca
         "outputSchema it declared (the backend is at fault, not the call):",
         *(f"- {problem}" for problem in problems),
     ]
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text="\n".join(lines))], is_error=True
-    )
+    return tool_error("\n".join(lines))
 
 
 def screen_arguments(

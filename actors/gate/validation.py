@@ -148,3 +148,40 @@ def rejection_text(tool: str, problems: Sequence[str], schema: Mapping[str, Any]
     if summary:
         lines.append(f"Fields: {summary}")
     return "\n".join(lines)
+
+
+class SchemaCache:
+    """Compiled schemas shared by every view's catalog and kept from one rebuild to the
+    next: a backend's listing keeps the same schema objects until it lists again, so each
+    schema is compiled once, not once per view and rebuild.
+
+    Owned by the router (its only user); `sweep` after a rebuild forgets the schemas that
+    rebuild did not use.
+    """
+
+    def __init__(self) -> None:
+        #: id(schema) -> (the schema, kept so its id stays its own; its Check or why not)
+        self._kept: dict[int, tuple[Mapping[str, Any], Check | InvalidSchema]] = {}
+        self._used: dict[int, tuple[Mapping[str, Any], Check | InvalidSchema]] = {}
+
+    def compile(self, schema: Mapping[str, Any]) -> Check:
+        """`compile_schema(schema)`, from the cache when this very schema was compiled.
+
+        Raises:
+            InvalidSchema: it is not valid JSON Schema.
+        """
+        key = id(schema)
+        entry = self._used.get(key) or self._kept.get(key)
+        if entry is None or entry[0] is not schema:
+            try:
+                entry = (schema, compile_schema(schema))
+            except InvalidSchema as exc:
+                entry = (schema, exc)
+        self._used[key] = entry
+        if isinstance(entry[1], InvalidSchema):
+            raise entry[1]
+        return entry[1]
+
+    def sweep(self) -> None:
+        """Keep only the schemas used since the last sweep."""
+        self._kept, self._used = self._used, {}

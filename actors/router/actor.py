@@ -20,6 +20,7 @@ import attrs
 import structlog
 import trio
 
+from assern.actors.gate.validation import SchemaCache
 from assern.actors.router.catalog import BackendListing, Catalog, search_sources
 from assern.actors.router.views import CatalogViews, View, build_view, views
 from assern.actors.search.index import FieldWeights, SearchIndex
@@ -86,6 +87,8 @@ class RouterActor:
         self._indexes: dict[str | None, SearchIndex] = {}
         #: the invalid backend schemas already reported: (server, exposed name, problem)
         self._reported_schemas: set[tuple[str, str, str]] = set()
+        #: every view's validators, compiled once per schema (not per view and rebuild)
+        self._schemas = SchemaCache()
 
     def rebuild(self) -> Catalog:
         """Publish each view's catalog of the current listings, unless they built it."""
@@ -103,6 +106,7 @@ class RouterActor:
             elif cell.value is not default:  # no such profile (any more): the settings' view
                 self._built_from.pop(name, None)
                 cell.set(default)
+        self._schemas.sweep()
         if self._cache is not None:  # even unchanged: a restarted backend may start another way
             self._cache.remember(self._specs(), default.capabilities)
         if changed:
@@ -121,7 +125,7 @@ class RouterActor:
         if self._built_from.get(name) == inputs:
             return False
         before = cell.value
-        catalog = build_view(inputs.listings, inputs.view, version=before.version + 1)
+        catalog = build_view(inputs.listings, inputs.view, version=before.version + 1, schemas=self._schemas)
         if catalog.exposure == "search":
             # Updated from the last index: only the servers whose tools changed are analysed.
             weights = FieldWeights(*inputs.view.weights)

@@ -11,7 +11,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import attrs
 import mcp_types as types
@@ -23,6 +23,9 @@ from assern.actors.router import naming
 from assern.actors.router.grouped import Action, GroupRoute, build_group, server_head
 from assern.actors.search.index import SearchIndex, SegmentInput
 from assern.actors.search.meta_tools import DEFINITIONS, META_TOOLS
+
+if TYPE_CHECKING:
+    from assern.actors.gate.validation import SchemaCache
 
 Naming = Literal["prefix", "hybrid"]
 Exposure = Literal["all", "search", "grouped"]
@@ -186,6 +189,7 @@ def build_catalog(
     rules: CallRules | None = None,
     groups: Sequence[Group] = (),
     description_format: DescriptionFormat = "text",
+    schemas: SchemaCache | None = None,
 ) -> Catalog:
     """Merge listings (in configuration order) into one prefixed catalog.
 
@@ -196,7 +200,8 @@ def build_catalog(
     listing the same one exposes it as `assern://SERVER/URI`.
 
     `rules` (the view's) and each listing's own rules keep denied and (under
-    `read_only`) changing tools out, and give every other tool its `Gate`.
+    `read_only`) changing tools out, and give every other tool its `Gate` (its
+    validators taken from `schemas` when they were compiled already).
 
     In grouped exposure the listed tools are one per server (or one per `groups` entry,
     beside the tools no group takes); every tool stays callable by its own exposed name.
@@ -258,7 +263,9 @@ def build_catalog(
                 server=server,
                 original=tool.name,
                 tool=tool.model_copy(update={"name": exposed}),
-                gate=build_gate(tool, tool_rules, (exposed, *names[1:]), grouped=exposure == "grouped"),
+                gate=build_gate(
+                    tool, tool_rules, (exposed, *names[1:]), grouped=exposure == "grouped", schemas=schemas
+                ),
             )
             by_base.setdefault(tool.name, []).append(exposed)
         for prompt in listing.prompts:
@@ -301,7 +308,6 @@ def build_catalog(
     grouped: dict[str, GroupRoute] = {}
     if exposure == "grouped":
         grouped = _groups(listings, tools, groups, group_names, description_format)
-    if exposure == "grouped":
         in_groups = {action.name for group in grouped.values() for action in group.actions.values()}
         listed = (
             *(group.tool for group in grouped.values()),

@@ -35,6 +35,8 @@ from assern.supervisor.cell import Cell
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
+    from assern.actors.gate.validation import SchemaCache
+
 #: Bytes of tool-list JSON per token, the usual rule of thumb for the tokenizers of the
 #: common models (JSON schema text runs 3.5-4.5 bytes per token with them).
 BYTES_PER_TOKEN = 4
@@ -166,7 +168,13 @@ def over_limit(view: View, catalog: Catalog) -> str | None:
     return None
 
 
-def build_view(listings: Iterable[BackendListing], view: View, *, version: int = 0) -> Catalog:
+def build_view(
+    listings: Iterable[BackendListing],
+    view: View,
+    *,
+    version: int = 0,
+    schemas: SchemaCache | None = None,
+) -> Catalog:
     """The catalog `view` shows of `listings`.
 
     Servers the view leaves out are not in it at all (so in hybrid naming a name that
@@ -192,6 +200,7 @@ def build_view(listings: Iterable[BackendListing], view: View, *, version: int =
             rules=view.rules,
             groups=view.groups,
             description_format=view.description_format,
+            schemas=schemas,
         )
 
     catalog = build(view.exposure)

@@ -5,6 +5,7 @@ import pytest
 
 from assern.actors.gate.validation import (
     InvalidSchema,
+    SchemaCache,
     compile_schema,
     fields_summary,
     json_path,
@@ -91,3 +92,20 @@ def test_paths_and_the_text_a_model_reads() -> None:
     )
     assert "- $.repo: bad" in text
     assert "Fields: repo (string, required)" in text
+
+
+def test_the_cache_compiles_each_schema_object_once_and_forgets_unused_ones() -> None:
+    cache = SchemaCache()
+    schema = {**ISSUE}
+    first = cache.compile(schema)
+    assert cache.compile(schema) is first
+    assert cache.compile({**ISSUE}) is not first  # an equal but other object: its own entry
+    broken = {"type": "object", "properties": {"a": {"type": "strin"}}}
+    for _ in range(2):
+        with pytest.raises(InvalidSchema, match="strin"):
+            cache.compile(broken)
+    cache.sweep()
+    assert cache.compile(schema) is first  # used since the last sweep: kept
+    cache.sweep()
+    cache.sweep()
+    assert cache.compile(schema) is not first  # unused through a whole sweep: forgotten
