@@ -22,6 +22,7 @@ import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
+from assern.actors.gate.asyncio_host import AsyncioHost
 from assern.actors.identity import __version__
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
 from assern.actors.listener.control import ControlPlane
@@ -68,6 +69,11 @@ _CORE_POLICY = RestartPolicy(
 )
 
 
+#: The asyncio loop's actor: restarted (its calls in flight answered with an error) a few
+#: times, then left stopped, which answers asyncio middlewares' calls with an error.
+_ASYNCIO_POLICY = RestartPolicy(
+    restart=Restart.TRANSIENT, max_restarts=3, restart_window=60.0, backoff_initial=0.5, backoff_max=5.0
+)
 _SEMANTIC_POLICY = RestartPolicy(
     restart=Restart.TRANSIENT, max_restarts=2, restart_window=60.0, backoff_initial=1.0, backoff_max=5.0
 )
@@ -142,6 +148,8 @@ class Tree:
         # What each backend offered when it last ran: known at a client's initialize
         # before the backends are ready again (see actors/router/capabilities.py).
         self.capabilities = CapabilityCache(cache_file(run_dir.parent)) if run_dir is not None else None
+        # Opens the process's asyncio loop once a middleware declared `asyncio = true` is used.
+        self.asyncio_host = AsyncioHost()
         self.router = RouterActor(
             router_recv,
             self.catalog,
@@ -150,6 +158,7 @@ class Tree:
             specs=lambda: self.config.value.servers,
             capability_cache=self.capabilities,
             views=self.views,
+            asyncio_host=self.asyncio_host,
         )
         self.shared = SessionContext(
             catalog=self.catalog,
@@ -296,6 +305,8 @@ class Tree:
             core("listener", self.listener.run),
             # Last: its restart restarts nothing else; exhausted, it leaves search to words.
             ChildSpec(id="semantic", start=self.semantic_actor.run, policy=_SEMANTIC_POLICY),
+            # Last too: its restart (the asyncio loop reopened) restarts nothing else.
+            ChildSpec(id="asyncio", start=self.asyncio_host.run, policy=_ASYNCIO_POLICY),
         ]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

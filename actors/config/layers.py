@@ -18,6 +18,7 @@ from assern.actors.config.model import (
     ConfigFile,
     GroupConfig,
     LocalConfigFile,
+    MiddlewareConfig,
     ProfileConfig,
     ProjectConfig,
     ServerConfig,
@@ -88,6 +89,7 @@ class GlobalSource:
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    middleware: tuple[MiddlewareConfig, ...] = ()
     files: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -186,6 +188,7 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
         projects=model.projects,
         profiles=model.profiles,
         groups=model.groups,
+        middleware=model.middleware,
         files=(path, *included_files),
         notes=notes,
     )
@@ -210,6 +213,14 @@ def read_local(root: Path, *, home: Path) -> LocalSource:
         for name, server in model.servers.items()
         for problem in server_problems(name, server, defines=False, path=("servers",))
     ]
+    if model.middleware:
+        problems.append(
+            at(
+                "a project's config file cannot configure middleware (it runs Python inside "
+                "assern): put [[middleware]] in the global config file",
+                ("middleware",),
+            )
+        )
     if problems:
         raise ConfigError(str(path), tuple(problems))
     own = _toml_layers(model.servers, path, layer="local-config", level="local", base=root)

@@ -12,13 +12,14 @@ field types at runtime.
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
 from assern.actors.config.env import MergeMode
 from assern.actors.config.keypath import KeyPath, at
+from assern.actors.config.middleware import MiddlewareError, factory_path, load_factory, make_middleware
 from assern.actors.config.spec import (
     ConfigError,
     DescriptionFormat,
@@ -218,6 +219,18 @@ class GroupConfig:
 
     tools: tuple[str, ...]
     description: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class MiddlewareConfig:
+    """One `[[middleware]]` entry (spec.MiddlewareSpec)."""
+
+    use: str
+    name: str | None = None
+    servers: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    options: Mapping[str, Any] = attrs.field(factory=dict)
+    asyncio: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -430,6 +443,7 @@ class ConfigFile:
     projects: Mapping[str, ProjectConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    middleware: tuple[MiddlewareConfig, ...] = ()
     include: tuple[str, ...] = ()
 
     def problems(self, *, included: Collection[str]) -> list[str]:
@@ -453,7 +467,44 @@ class ConfigFile:
                     problems.append(at(f"unknown server {name!r} (known servers: {listing})", (*path, index)))
             for name, server in project.overrides.items():
                 problems += server_problems(name, server, defines=name not in known, path=path)
-        return problems
+        return problems + middleware_problems(self.middleware)
+
+
+def middleware_name(entry: MiddlewareConfig) -> str:
+    """An entry's name: its own, else what its `use` says."""
+    return entry.name or entry.use
+
+
+def middleware_problems(entries: Sequence[MiddlewareConfig]) -> list[str]:
+    """What is wrong with each `[[middleware]]` entry: "problem @ key.path" lines.
+
+    Each factory is imported and given its options here, so a typo in `use` or a
+    refused option is an error of the file (naming the entry) when it is loaded, not a
+    failure of the first call.
+    """
+    problems = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        name = middleware_name(entry)
+        if name in seen:
+            problems.append(
+                at(
+                    f"a second middleware named {name!r}: give each a distinct `name`",
+                    ("middleware", index, "name"),
+                )
+            )
+        seen.add(name)
+        try:
+            factory_path(entry.use)
+            load_factory(entry.use)
+        except MiddlewareError as exc:
+            problems.append(at(str(exc), ("middleware", index, "use")))
+            continue
+        try:
+            make_middleware(entry.use, entry.options)
+        except MiddlewareError as exc:
+            problems.append(at(f"{entry.use!r} {exc}", ("middleware", index, "options")))
+    return problems
 
 
 @attrs.frozen(kw_only=True)
@@ -465,4 +516,6 @@ class LocalConfigFile:
     servers: Mapping[str, ServerConfig] = attrs.field(factory=dict)
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
+    #: refused (read_local): a project's file may not name Python for assern to import
+    middleware: tuple[MiddlewareConfig, ...] = ()
     include: tuple[str, ...] = ()

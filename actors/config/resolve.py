@@ -64,14 +64,17 @@ from assern.actors.config.merge import (
 )
 from assern.actors.config.model import (
     GroupConfig,
+    MiddlewareConfig,
     ProfileConfig,
     ProjectConfig,
     SettingsConfig,
+    middleware_name,
 )
 from assern.actors.config.project import detect_project, find_local_root
 from assern.actors.config.spec import (
     CallRules,
     Group,
+    MiddlewareSpec,
     Profile,
     Provenance,
     ResolvedConfig,
@@ -191,7 +194,11 @@ def resolve_config(
     warnings += profile_warnings(profiles, servers)
 
     settings = _settings(source.settings, local.settings if local else None, profiles=profiles)
-    settings = attrs.evolve(settings, groups=_groups(source.groups, local.groups if local else {}))
+    settings = attrs.evolve(
+        settings,
+        groups=_groups(source.groups, local.groups if local else {}),
+        middleware=tuple(_middleware(entry) for entry in source.middleware),
+    )
     return ResolvedConfig(
         settings=settings,
         servers=servers,
@@ -307,6 +314,17 @@ def _rule_fields(layer: SettingsConfig | ProfileConfig) -> dict[str, Any]:
     """The deny, read_only, validate and confirm one table sets."""
     fields = {key: getattr(layer, key) for key in ("deny", "read_only", "validate", "confirm")}
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _middleware(entry: MiddlewareConfig) -> MiddlewareSpec:
+    return MiddlewareSpec(
+        name=middleware_name(entry),
+        use=entry.use,
+        servers=entry.servers,
+        tools=entry.tools,
+        options=dict(entry.options),
+        asyncio=entry.asyncio,
+    )
 
 
 def _groups(*files: Mapping[str, GroupConfig]) -> tuple[Group, ...]:

@@ -57,6 +57,29 @@ class Group:
 
 
 @attrs.frozen(kw_only=True)
+class MiddlewareSpec:
+    """One `[[middleware]]` entry: a middleware around the calls of the tools it takes.
+
+    Attributes:
+        name: How errors, logs and `assernctl config explain` name it (default: `use`).
+        use: A shipped middleware ("rate_limit", "redact", "audit") or
+            "package.module:factory".
+        servers: Globs over server names it wraps (empty: every server).
+        tools: Globs over tool names (exposed, `SERVER_TOOL` or the server's own) it
+            wraps (empty: every tool).
+        options: The table handed to its factory.
+        asyncio: It is an asyncio coroutine function, run on the process's asyncio loop.
+    """
+
+    name: str
+    use: str
+    servers: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    options: Mapping[str, object] = attrs.field(factory=dict, hash=False)
+    asyncio: bool = False
+
+
+@attrs.frozen(kw_only=True)
 class CallRules:
     """What may be listed and called, and how calls are checked: one layer's word
     (`[settings]`, a `[profiles.NAME]` or a `[servers.NAME]`).
@@ -175,6 +198,7 @@ class Settings:
         rules: `deny`, `read_only`, `validate` and `confirm` of `[settings]`.
         groups: The `[groups.*]` tables: with any, grouped exposure shows these groups
             instead of one tool per server.
+        middleware: The `[[middleware]]` entries, outermost first.
     """
 
     naming: Naming = "prefix"
@@ -189,6 +213,7 @@ class Settings:
     description_format: DescriptionFormat = "text"
     rules: CallRules = attrs.field(factory=CallRules)
     groups: tuple[Group, ...] = ()
+    middleware: tuple[MiddlewareSpec, ...] = ()
 
     def profile(self, name: str | None) -> Profile | None:
         """The profile called `name`, if there is one."""

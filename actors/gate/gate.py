@@ -10,6 +10,7 @@ import mcp_types as types
 import structlog
 
 from assern.actors.config.spec import CallRules, ValidateMode
+from assern.actors.gate.chain import Chain
 from assern.actors.gate.rules import needs_confirm, validate_mode
 from assern.actors.gate.validation import (
     Check,
@@ -37,6 +38,7 @@ class Gate:
         confirm: The calling client is asked (MCP elicitation) before the call is sent.
         schema_problem: Why the backend's own schemas could not be compiled, if they
             could not (its tool is then served unvalidated).
+        chain: The middlewares around the forwarding (None: none).
     """
 
     validate: ValidateMode = "off"
@@ -44,12 +46,14 @@ class Gate:
     outputs: Check | None = None
     confirm: bool = False
     schema_problem: str | None = None
+    chain: Chain | None = None
 
     @property
     def raw(self) -> bool:
         """Whether the raw lane may pass the call itself (validation is synchronous; a
-        confirmation waits for the client, so the session path takes those calls)."""
-        return not self.confirm
+        confirmation waits for the client and middlewares work on models, so the session
+        path takes those calls)."""
+        return not self.confirm and self.chain is None
 
     def input_problems(self, arguments: Mapping[str, Any] | None) -> list[str]:
         if self.inputs is None:
@@ -71,13 +75,14 @@ def build_gate(
     *,
     grouped: bool = False,
     schemas: SchemaCache | None = None,
+    chain: Chain | None = None,
 ) -> Gate | None:
     """The gate of `tool` under `rules`, or None when its calls pass untouched
-    (`schemas`: compiled schemas to reuse)."""
+    (`schemas`: compiled schemas to reuse; `chain`: its middlewares)."""
     compile_ = schemas.compile if schemas is not None else compile_schema
     mode = validate_mode(rules, grouped=grouped)
     confirm = needs_confirm(rules, names, tool)
-    if mode == "off" and not confirm:
+    if mode == "off" and not confirm and chain is None:
         return None
     inputs = outputs = None
     problem = None
@@ -89,7 +94,9 @@ def build_gate(
         except InvalidSchema as exc:
             inputs = outputs = None
             problem = str(exc)
-    return Gate(validate=mode, inputs=inputs, outputs=outputs, confirm=confirm, schema_problem=problem)
+    return Gate(
+        validate=mode, inputs=inputs, outputs=outputs, confirm=confirm, schema_problem=problem, chain=chain
+    )
 
 
 def tool_error(text: str) -> types.CallToolResult:

@@ -22,11 +22,12 @@ from assern.actors.backend.handle import request
 from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressSink
 from assern.actors.gate.confirm import confirm
 from assern.actors.gate.gate import screen_arguments, screen_result
+from assern.actors.gate.middleware import Call
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import exposure
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.protocol import Method
-from assern.actors.router.catalog import Catalog, suggest_tools, unknown_tool_message
+from assern.actors.router.catalog import Catalog, ToolRoute, suggest_tools, unknown_tool_message
 from assern.actors.router.lookup import (
     ResourceTarget,
     UnknownResource,
@@ -171,6 +172,30 @@ class Handlers:
                 )
             if stopped is not None:
                 return stopped
+        if gate is not None and gate.chain is not None:
+            call = Call(
+                server=route.server,
+                tool=route.original,
+                exposed=params.name,
+                arguments=params.arguments or {},
+                client=self._routing.client,
+                definition=route.tool,
+            )
+
+            async def forward(passed: Call) -> types.CallToolResult:
+                return await self._forward(ctx, route, params, dict(passed.arguments))
+
+            return await gate.chain.run(call, forward)
+        return await self._forward(ctx, route, params, params.arguments)
+
+    async def _forward(
+        self,
+        ctx: RequestContext,
+        route: ToolRoute,
+        params: types.CallToolRequestParams,
+        arguments: dict[str, Any] | None,
+    ) -> types.CallToolResult:
+        """Send the call to its backend (with `arguments`) and check its answer."""
         token = (params.meta or {}).get("progress_token")
         progress: ProgressSink | None = None
         if token is not None:
@@ -189,7 +214,7 @@ class Handlers:
                 handle,
                 lambda reply: msgs.CallTool(
                     name=route.original,
-                    arguments=params.arguments,
+                    arguments=arguments,
                     meta=end_to_end_meta(_as_dict(params.meta)),
                     request_id=ctx.request_id,
                     progress=progress,
@@ -201,6 +226,7 @@ class Handlers:
             self._routing.record_call(handle.name, started)
             raise to_rpc_error(exc) from None
         self._routing.record_call(handle.name, started)
+        gate = route.gate
         if gate is not None and gate.outputs is not None:
             answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
             replaced = screen_result(gate, route.server, route.original, answer)

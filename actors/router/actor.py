@@ -20,6 +20,7 @@ import attrs
 import structlog
 import trio
 
+from assern.actors.gate.chain import Middlewares
 from assern.actors.gate.validation import SchemaCache
 from assern.actors.router.catalog import BackendListing, Catalog, search_sources
 from assern.actors.router.views import CatalogViews, View, build_view, views
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from assern.actors.config.spec import ServerSpec, Settings
+    from assern.actors.gate.asyncio_host import AsyncioHost
     from assern.actors.router.capabilities import CapabilityCache
     from assern.supervisor.cell import Cell
 
@@ -73,6 +75,7 @@ class RouterActor:
         specs: Callable[[], Mapping[str, ServerSpec]] = dict,
         capability_cache: CapabilityCache | None = None,
         views: CatalogViews | None = None,
+        asyncio_host: AsyncioHost | None = None,
     ) -> None:
         self.inbox = inbox
         self.catalog = catalog
@@ -89,6 +92,8 @@ class RouterActor:
         self._reported_schemas: set[tuple[str, str, str]] = set()
         #: every view's validators, compiled once per schema (not per view and rebuild)
         self._schemas = SchemaCache()
+        #: the configured middlewares' instances, kept while their entries stay as they are
+        self._middlewares = Middlewares(asyncio_host)
 
     def rebuild(self) -> Catalog:
         """Publish each view's catalog of the current listings, unless they built it."""
@@ -107,6 +112,7 @@ class RouterActor:
                 self._built_from.pop(name, None)
                 cell.set(default)
         self._schemas.sweep()
+        self._middlewares.retain(self._settings().middleware)
         if self._cache is not None:  # even unchanged: a restarted backend may start another way
             self._cache.remember(self._specs(), default.capabilities)
         if changed:
@@ -125,7 +131,13 @@ class RouterActor:
         if self._built_from.get(name) == inputs:
             return False
         before = cell.value
-        catalog = build_view(inputs.listings, inputs.view, version=before.version + 1, schemas=self._schemas)
+        catalog = build_view(
+            inputs.listings,
+            inputs.view,
+            version=before.version + 1,
+            schemas=self._schemas,
+            middlewares=self._middlewares,
+        )
         if catalog.exposure == "search":
             # Updated from the last index: only the servers whose tools changed are analysed.
             weights = FieldWeights(*inputs.view.weights)

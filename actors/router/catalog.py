@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Literal
 import attrs
 import mcp_types as types
 
-from assern.actors.config.spec import CallRules, DescriptionFormat, Group
+from assern.actors.config.spec import CallRules, DescriptionFormat, Group, MiddlewareSpec
+from assern.actors.gate.chain import Middlewares
 from assern.actors.gate.gate import Gate, build_gate
 from assern.actors.gate.rules import Refusal, combine, refusal
 from assern.actors.router import naming
@@ -190,6 +191,8 @@ def build_catalog(
     groups: Sequence[Group] = (),
     description_format: DescriptionFormat = "text",
     schemas: SchemaCache | None = None,
+    middleware: Sequence[MiddlewareSpec] = (),
+    middlewares: Middlewares | None = None,
 ) -> Catalog:
     """Merge listings (in configuration order) into one prefixed catalog.
 
@@ -201,13 +204,16 @@ def build_catalog(
 
     `rules` (the view's) and each listing's own rules keep denied and (under
     `read_only`) changing tools out, and give every other tool its `Gate` (its
-    validators taken from `schemas` when they were compiled already).
+    validators taken from `schemas` when they were compiled already, and the chain of
+    the `middleware` entries that take it, their instances kept in `middlewares`).
 
     In grouped exposure the listed tools are one per server (or one per `groups` entry,
     beside the tools no group takes); every tool stays callable by its own exposed name.
     """
     listings = list(listings)
     view_rules = rules or CallRules()
+    if middleware and middlewares is None:
+        middlewares = Middlewares()
     tool_owners: dict[str, set[str]] = {}
     prompt_owners: dict[str, set[str]] = {}
     for listing in listings:
@@ -264,7 +270,14 @@ def build_catalog(
                 original=tool.name,
                 tool=tool.model_copy(update={"name": exposed}),
                 gate=build_gate(
-                    tool, tool_rules, (exposed, *names[1:]), grouped=exposure == "grouped", schemas=schemas
+                    tool,
+                    tool_rules,
+                    (exposed, *names[1:]),
+                    grouped=exposure == "grouped",
+                    schemas=schemas,
+                    chain=middlewares.chain(middleware, server, (exposed, *names[1:]))
+                    if middlewares is not None
+                    else None,
                 ),
             )
             by_base.setdefault(tool.name, []).append(exposed)

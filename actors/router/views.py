@@ -22,6 +22,7 @@ from assern.actors.config.spec import (
     DescriptionFormat,
     Exposure,
     Group,
+    MiddlewareSpec,
     Naming,
     Profile,
     SearchSettings,
@@ -35,6 +36,7 @@ from assern.supervisor.cell import Cell
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
+    from assern.actors.gate.chain import Middlewares
     from assern.actors.gate.validation import SchemaCache
 
 #: Bytes of tool-list JSON per token, the usual rule of thumb for the tokenizers of the
@@ -82,6 +84,7 @@ class View:
     rules: CallRules = attrs.field(factory=CallRules)
     description_format: DescriptionFormat = "text"
     groups: tuple[Group, ...] = ()
+    middleware: tuple[MiddlewareSpec, ...] = ()
 
     def shows_server(self, server: str) -> bool:
         return (self.servers is None or server in self.servers) and server not in self.exclude_servers
@@ -112,6 +115,7 @@ def settings_view(settings: Settings) -> View:
         rules=settings.rules,
         description_format=settings.description_format,
         groups=settings.groups,
+        middleware=settings.middleware,
     )
 
 
@@ -136,6 +140,7 @@ def profile_view(settings: Settings, profile: Profile) -> View:
         rules=combine(base.rules, profile.rules),
         description_format=profile.description_format or base.description_format,
         groups=base.groups,
+        middleware=base.middleware,
     )
 
 
@@ -174,6 +179,7 @@ def build_view(
     *,
     version: int = 0,
     schemas: SchemaCache | None = None,
+    middlewares: Middlewares | None = None,
 ) -> Catalog:
     """The catalog `view` shows of `listings`.
 
@@ -201,6 +207,8 @@ def build_view(
             groups=view.groups,
             description_format=view.description_format,
             schemas=schemas,
+            middleware=view.middleware,
+            middlewares=middlewares,
         )
 
     catalog = build(view.exposure)
