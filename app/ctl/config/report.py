@@ -7,6 +7,7 @@ header values are redacted (`ab…(redacted)`) unless the caller asks to reveal 
 
 from __future__ import annotations
 
+import fnmatch
 from typing import TYPE_CHECKING, Any
 
 from assern.actors.gate.rules import combine, validate_mode
@@ -109,7 +110,18 @@ def explain_document(config: ResolvedConfig, spec: ServerSpec, *, reveal: bool) 
         "revealed": reveal,
         **server_document(spec, reveal=reveal, system_env=True),
         "calls": calls_document(config.settings, spec),
+        "middleware": middleware_document(config.settings, spec),
     }
+
+
+def middleware_document(settings: Settings, spec: ServerSpec) -> list[dict[str, Any]]:
+    """The `[[middleware]]` entries around this server's calls, outermost first (the
+    same in every view), each with the tools it takes (empty: all)."""
+    return [
+        {"name": entry.name, "use": entry.use, "tools": list(entry.tools), "asyncio": entry.asyncio}
+        for entry in settings.middleware
+        if not entry.servers or any(fnmatch.fnmatchcase(spec.name, glob) for glob in entry.servers)
+    ]
 
 
 def calls_document(settings: Settings, spec: ServerSpec) -> dict[str, dict[str, Any]]:
@@ -196,6 +208,13 @@ def render_explain(document: Mapping[str, Any]) -> str:
         if calls["confirm"]:
             rules.append("confirm " + ", ".join(calls["confirm"]))
         lines.append(f"  {view}: " + "; ".join(rules))
+    chain = document["middleware"]
+    lines.append("")
+    lines.append("middleware (outermost first):" if chain else "middleware: none")
+    for entry in chain:
+        use = "" if entry["use"] == entry["name"] else f" [{entry['use']}]"
+        tools = ", ".join(entry["tools"]) if entry["tools"] else "all tools"
+        lines.append(f"  {entry['name']}{use}: {tools}" + (" (asyncio)" if entry["asyncio"] else ""))
     return "\n".join(lines)
 
 

@@ -3,8 +3,8 @@ validation and the safety rules of the settings and of each profile."""
 
 from __future__ import annotations
 
-from assern.actors.config.spec import CallRules, Profile, ServerSpec, Settings
-from assern.app.ctl.config.report import calls_document
+from assern.actors.config.spec import CallRules, MiddlewareSpec, Profile, ServerSpec, Settings
+from assern.app.ctl.config.report import calls_document, middleware_document
 
 
 def test_each_view_shows_the_rules_that_apply_to_the_server() -> None:
@@ -38,3 +38,21 @@ def test_each_view_shows_the_rules_that_apply_to_the_server() -> None:
     }
     plain = ServerSpec(name="time", transport="stdio", command="uvx")
     assert calls_document(Settings(exposure="grouped"), plain)["settings"]["validate"] == "strict"
+
+
+def test_the_middleware_around_a_server_is_listed_outermost_first() -> None:
+    settings = Settings(
+        middleware=(
+            MiddlewareSpec(name="audit", use="audit", options={"path": "/a"}),
+            MiddlewareSpec(name="gh-limit", use="rate_limit", servers=("git*",), tools=("*_issue",)),
+            MiddlewareSpec(name="db-only", use="redact", servers=("db",)),
+            MiddlewareSpec(name="approval", use="pkg.approve:factory", asyncio=True),
+        )
+    )
+    github = ServerSpec(name="github", transport="stdio", command="npx")
+    assert middleware_document(settings, github) == [
+        {"name": "audit", "use": "audit", "tools": [], "asyncio": False},
+        {"name": "gh-limit", "use": "rate_limit", "tools": ["*_issue"], "asyncio": False},
+        {"name": "approval", "use": "pkg.approve:factory", "tools": [], "asyncio": True},
+    ]
+    assert middleware_document(Settings(), github) == []
