@@ -11,16 +11,22 @@ the per-call overhead through `assern serve` with validation off, warn and stric
 2. Validation in process: compiling every validator of that catalog once, and the cost
    per call of checking a valid 10-field argument object (the call path's own
    `screen_arguments`), median and p99 over batches.
-3. End to end: one backend (ops/bench/bench_server.py) directly and through three
-   `assern serve` processes with `validate = "off"`, `"warn"` and `"strict"`, in
-   alternating blocks within one run; median and p99 per call, and each one's overhead
-   over direct.
+3. Middleware in process: the cost per call of a chain around a call that answers at
+   once (no middleware; one, three pass-through ones; each shipped middleware; the three
+   together; one asyncio pass-through through the asyncio host), median and p99.
+4. End to end: one backend (ops/bench/bench_server.py) directly and through `assern
+   serve` processes with `validate = "off"`, `"warn"` and `"strict"`, with middleware
+   configured for other tools only ("elsewhere": the echo tool keeps the raw lane), and
+   with the three shipped middlewares around the echo tool ("chain"), in alternating
+   blocks within one run; median and p99 per call, and each one's overhead over direct.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import shutil
 import statistics
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
+import structlog
 import trio
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -41,8 +48,11 @@ FIXTURES = BENCH / "search" / "fixtures"
 ROOT = BENCH.parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from assern.actors.config.spec import CallRules  # noqa: E402
+from assern.actors.config.spec import CallRules, MiddlewareSpec  # noqa: E402
+from assern.actors.gate.asyncio_host import AsyncioHost  # noqa: E402
+from assern.actors.gate.chain import Chain, Layer, Middlewares  # noqa: E402
 from assern.actors.gate.gate import build_gate, screen_arguments  # noqa: E402
+from assern.actors.gate.middleware import Call, Next  # noqa: E402
 from assern.actors.router.catalog import BackendListing, build_catalog  # noqa: E402
 from assern.actors.router.views import estimate_tokens  # noqa: E402
 
@@ -133,18 +143,115 @@ def validation_cost(batches: int, per_batch: int) -> dict[str, Any]:
     }
 
 
+def passing(options: dict[str, Any]) -> Any:
+    async def middleware(call: Call, next_: Next) -> types.CallToolResult:
+        return await next_(call)
+
+    return middleware
+
+
+async def passing_on_asyncio(call: Call, next_: Any) -> types.CallToolResult:
+    result: types.CallToolResult = await next_(call)
+    return result
+
+
+async def chain_cost(batches: int, per_batch: int) -> dict[str, Any]:
+    """Microseconds per call added by each chain (the call itself answers at once)."""
+    answer = types.CallToolResult(content=[types.TextContent(type="text", text="echo: hello there")])
+
+    async def backend(call: Call) -> types.CallToolResult:
+        return answer
+
+    call = Call(
+        server="bench", tool="echo", exposed="bench_echo", arguments={"text": "hello"}, client="bench"
+    )
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        shipped = {
+            "rate_limit": MiddlewareSpec(
+                name="rate_limit", use="rate_limit", options={"calls": 10**9, "concurrency": 64}
+            ),
+            "redact": MiddlewareSpec(name="redact", use="redact", options={"keys": ["password"]}),
+            "audit": MiddlewareSpec(name="audit", use="audit", options={"path": f"{tmp}/audit.jsonl"}),
+        }
+        host = AsyncioHost()
+        middlewares = Middlewares(host)
+
+        def built(*specs: MiddlewareSpec) -> Chain:
+            chain = middlewares.chain(specs, "bench", ("bench_echo",))
+            assert chain is not None
+            return chain
+
+        async def plain(call: Call, forward: Next) -> types.CallToolResult:
+            return await forward(call)
+
+        cases: dict[str, Any] = {
+            "none": plain,
+            "1 pass-through": Chain((passing_layer(),)).run,
+            "3 pass-through": Chain((passing_layer(), passing_layer(), passing_layer())).run,
+            **{name: built(spec).run for name, spec in shipped.items()},
+            "rate_limit+redact+audit": built(*shipped.values()).run,
+        }
+        async with trio.open_nursery() as nursery:
+            await nursery.start(host.run)
+            host.want()
+            asyncio_chain = Chain((asyncio_layer(host),))
+            cases["1 asyncio pass-through"] = asyncio_chain.run
+            for label, run in cases.items():
+                per_call: list[float] = []
+                for _ in range(2):  # warm-up (the asyncio loop opens on the first call)
+                    await run(call, backend)
+                # a round trip to the asyncio loop costs ~100x more: fewer calls a batch
+                count = max(1, per_batch // 20) if "asyncio" in label else per_batch
+                for _ in range(batches):
+                    started = time.perf_counter()
+                    for _ in range(count):
+                        await run(call, backend)
+                    per_call.append((time.perf_counter() - started) / count)
+                figures[label] = {
+                    "median_us": statistics.median(per_call) * 1e6,
+                    "p99_us": percentile(per_call, 0.99) * 1e6,
+                }
+            nursery.cancel_scope.cancel()
+    return figures
+
+
+def passing_layer() -> Layer:
+    return Layer("pass", passing({}))
+
+
+def asyncio_layer(host: AsyncioHost) -> Layer:
+    return Layer("asyncio-pass", host.wrap(passing_on_asyncio))
+
+
 def backend_params() -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable, args=[str(BENCH / "bench_server.py"), "--tools", "10"]
     )
 
 
-def assern_params(workdir: Path, validate: str) -> StdioServerParameters:
-    folder = workdir / validate
+#: What each end-to-end path adds to the configuration.
+PATHS: dict[str, str] = {
+    "off": '[settings]\nvalidate = "off"\n',
+    "warn": '[settings]\nvalidate = "warn"\n',
+    "strict": '[settings]\nvalidate = "strict"\n',
+    # middleware configured, but not around the echo tool: the echo call keeps the raw lane
+    "elsewhere": '[settings]\nvalidate = "off"\n\n[[middleware]]\nuse = "rate_limit"\n'
+    'tools = ["*_never_called"]\noptions = { calls = 5 }\n',
+    # the three shipped middlewares around it
+    "chain": '[settings]\nvalidate = "off"\n\n'
+    '[[middleware]]\nuse = "audit"\noptions = { path = "AUDIT" }\n\n'
+    '[[middleware]]\nuse = "redact"\noptions = { keys = ["password"] }\n\n'
+    '[[middleware]]\nuse = "rate_limit"\noptions = { calls = 1000000000, concurrency = 64 }\n',
+}
+
+
+def assern_params(workdir: Path, path: str) -> StdioServerParameters:
+    folder = workdir / path
     folder.mkdir()
     config = folder / "config.toml"
     config.write_text(
-        f'[settings]\nvalidate = "{validate}"\n\n[servers.bench]\n'
+        PATHS[path].replace("AUDIT", str(folder / "audit.jsonl")) + "\n[servers.bench]\n"
         f"command = {json.dumps(sys.executable)}\n"
         f'args = [{json.dumps(str(BENCH / "bench_server.py"))}, "--tools", "10"]\n'
     )
@@ -159,18 +266,15 @@ def assern_params(workdir: Path, validate: str) -> StdioServerParameters:
 
 
 async def end_to_end(blocks: int, calls: int) -> dict[str, Any]:
-    paths = ["direct", "off", "warn", "strict"]
+    paths = ["direct", *PATHS]
     samples: dict[str, list[float]] = {path: [] for path in paths}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        async with (
-            Client(backend_params()) as direct,
-            Client(assern_params(work, "off")) as off,
-            Client(assern_params(work, "warn")) as warn,
-            Client(assern_params(work, "strict")) as strict,
-        ):
-            clients = {"direct": (direct, "echo"), "off": (off, "bench_echo")}
-            clients |= {"warn": (warn, "bench_echo"), "strict": (strict, "bench_echo")}
+        async with contextlib.AsyncExitStack() as stack:
+            clients = {"direct": (await stack.enter_async_context(Client(backend_params())), "echo")}
+            for path in PATHS:
+                client = await stack.enter_async_context(Client(assern_params(work, path)))
+                clients[path] = (client, "bench_echo")
             for client, name in clients.values():
                 for i in range(20):  # warm-up
                     await client.call_tool(name, {"text": f"warm {i}"})
@@ -198,6 +302,8 @@ async def end_to_end(blocks: int, calls: int) -> dict[str, Any]:
 
 
 def main() -> int:
+    # The figures are the output: the actors' log lines (the asyncio loop opening) are not.
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="a few iterations of each part")
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -216,11 +322,15 @@ def main() -> int:
     )
     check = v["check_10_fields_us"]
     print(f"checking a valid 10-field call: {check['median']:.2f} us median, {check['p99']:.2f} us p99")
+    figures["middleware"] = trio.run(chain_cost, 5 if args.smoke else 200, 100 if args.smoke else 2000)
+    print("middleware chain around a call that answers at once, added per call:")
+    for label, row in figures["middleware"].items():
+        print(f"  {label:<24} median {row['median_us']:7.2f} us, p99 {row['p99_us']:7.2f} us")
     figures["end_to_end"] = trio.run(end_to_end, 2 if args.smoke else 10, 10 if args.smoke else 200)
     print("per call through assern serve (echo, one backend):")
     for path, row in figures["end_to_end"].items():
         print(
-            f"  {path:<7} median {row['median_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms, "
+            f"  {path:<9} median {row['median_ms']:.3f} ms, p99 {row['p99_ms']:.3f} ms, "
             f"over direct {row['overhead_ms']:+.3f} ms ({row['calls']} calls)"
         )
     if args.json:
