@@ -148,3 +148,48 @@ async def test_a_raising_middleware_answers_its_call_and_harms_nothing_else(
     failures = events(assern_env, "middleware_failed", middleware="buggy")
     assert len(failures) == 2
     assert failures[0]["error"] == "RuntimeError: division by zero, again"
+
+
+async def test_a_reload_keeps_a_middlewares_state_and_a_broken_entry_changes_nothing(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    limit = (
+        '[[middleware]]\nname = "limit"\nuse = "rate_limit"\ntools = ["*echo*"]\n'
+        "options = { calls = 1, per = 600 }\n\n"
+    )
+    config = write_config(limit + notes_table("notes"))
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config)) as client:
+            assert not (await client.call_tool("notes_echo_arguments", {"n": 1})).is_error
+            assert (await client.call_tool("notes_echo_arguments", {"n": 2})).is_error
+            # A broken entry: the reload fails, naming it, and the running chain stays.
+            config.write_text(
+                '[[middleware]]\nuse = "no_such_module:factory"\n\n' + limit + notes_table("notes")
+            )
+            failed = await wait_for_event(assern_env, "config_reload_failed")
+            assert "cannot import 'no_such_module'" in str(failed["error"])
+            assert "@ middleware[0].use" in str(failed["error"])
+            assert (await client.call_tool("notes_echo_arguments", {"n": 3})).is_error
+            assert text_of(await client.call_tool("notes_reveal", {})) == f"token={SECRET}"
+            # A good edit adds the redactor; the unchanged limit keeps its counts.
+            config.write_text(limit + '[[middleware]]\nuse = "redact"\n\n' + notes_table("notes"))
+            await wait_for_event(assern_env, "config_reloaded")
+            for _ in range(200):  # the catalog follows the reload within moments
+                revealed = text_of(await client.call_tool("notes_reveal", {}))
+                if revealed == "token=[REDACTED]":
+                    break
+                await trio.sleep(0.05)
+            assert revealed == "token=[REDACTED]"
+            limited = await client.call_tool("notes_echo_arguments", {"n": 4})
+            assert text_of(limited).startswith("Rate limit reached: at most 1 calls per 600 s")
+            status = await ctl_json(assern_env, "status", "--config", str(config))
+    (notes,) = [b for b in status["backends"] if b["name"] == "notes"]
+    assert notes["restarts"] == 0  # a middleware change restarts no backend
+
+
+async def wait_for_event(env: AssernEnv, event: str) -> dict[str, Any]:
+    while True:
+        found = events(env, event)
+        if found:
+            return found[-1]
+        await trio.sleep(0.05)
