@@ -317,9 +317,16 @@ class SearchIndex:
             if len(scores) >= limit and rest[i] < heapq.nlargest(limit, scores.values())[-1]:
                 break
             term_idf = idf[term]
-            for doc, saturation in entries.items():
-                if server is None or doc.server == server:
-                    scores[doc] = scores.get(doc, 0.0) + term_idf * saturation
+            if server is not None:
+                for doc, saturation in entries.items():
+                    if doc.server == server:
+                        scores[doc] = scores.get(doc, 0.0) + term_idf * saturation
+            elif not scores:  # the rarest term: a fresh table, built in one go
+                scores = {doc: term_idf * saturation for doc, saturation in entries.items()}
+            else:
+                get = scores.get
+                for doc, saturation in entries.items():
+                    scores[doc] = get(doc, 0.0) + term_idf * saturation
             walked = i + 1
         for term, (entries, _top) in zip(known[walked:], postings[walked:], strict=True):
             term_idf = idf[term]
@@ -332,7 +339,14 @@ class SearchIndex:
             top = max(scores.values(), default=0.0) + 1.0
             for doc in exact:
                 scores[doc] = top
-        ranked = heapq.nsmallest(limit, scores.items(), key=lambda item: (-item[1], item[0].name))
+        # The best `limit` by score, ties by name: only the scores from the limit-th up
+        # are sorted (a common word can put thousands of tools in `scores`).
+        candidates = list(scores.items())
+        if len(candidates) > limit:
+            cut = heapq.nlargest(limit, scores.values())[-1]
+            candidates = [item for item in candidates if item[1] >= cut]
+        candidates.sort(key=lambda item: (-item[1], item[0].name))
+        ranked = candidates[:limit]
         hits: list[Hit] = []
         for doc, score in ranked:
             if hits and score < KEEP_SHARE * hits[0].score:
