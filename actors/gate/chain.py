@@ -20,7 +20,7 @@ import pydantic
 import structlog
 
 from assern.actors.config.middleware import MiddlewareError, make_middleware
-from assern.actors.gate.middleware import Call, Middleware, Next
+from assern.actors.gate.middleware import Call, Middleware, Next, error_result
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
     from assern.actors.gate.asyncio_host import AsyncioHost
 
 log = structlog.get_logger()
-
-
-def _error(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 @attrs.frozen(eq=False)
@@ -89,7 +85,9 @@ class Chain:
                 error=f"{type(exc).__name__}: {exc}",
                 exc_info=exc,
             )
-            return _error(f"Middleware '{layer.name}' failed on {call.exposed}: {type(exc).__name__}: {exc}")
+            return error_result(
+                f"Middleware '{layer.name}' failed on {call.exposed}: {type(exc).__name__}: {exc}"
+            )
         return _as_result(layer.name, call, answer)
 
 
@@ -105,7 +103,7 @@ def _as_result(name: str, call: Call, answer: Any) -> types.CallToolResult:
     else:
         problem = f"returned {type(answer).__name__}, not a CallToolResult"
     log.error("middleware_failed", middleware=name, server=call.server, tool=call.tool, error=problem)
-    return _error(f"Middleware '{name}' failed on {call.exposed}: it {problem}.")
+    return error_result(f"Middleware '{name}' failed on {call.exposed}: it {problem}.")
 
 
 def _matches(patterns: Sequence[str], names: Sequence[str]) -> bool:
@@ -176,6 +174,8 @@ class Middlewares:
 
 def _refusing(name: str, reason: str) -> Middleware:
     async def refuse(call: Call, next_: Next) -> types.CallToolResult:
-        return _error(f"Middleware '{name}' is not available, so {call.exposed} is not called: {reason}.")
+        return error_result(
+            f"Middleware '{name}' is not available, so {call.exposed} is not called: {reason}."
+        )
 
     return refuse

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from assern.actors.gate.gate import tool_error
+from assern.actors.gate.middleware import error_result
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -37,7 +37,7 @@ def question(server: str, tool: str, arguments: Any) -> str:
 
 
 def _refused(exposed: str, why: str) -> types.CallToolResult:
-    return tool_error(f"The call of {exposed} was not sent: {why}.")
+    return error_result(f"The call of {exposed} was not sent: {why}.")
 
 
 async def confirm(

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import attrs
-import mcp_types as types
 import structlog
 
 from assern.actors.config.spec import CallRules, ValidateMode
 from assern.actors.gate.chain import Chain
+from assern.actors.gate.middleware import error_result
 from assern.actors.gate.rules import needs_confirm, validate_mode
 from assern.actors.gate.validation import (
     Check,
@@ -22,6 +22,8 @@ from assern.actors.gate.validation import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    import mcp_types as types
 
 log = structlog.get_logger()
 
@@ -99,14 +101,9 @@ def build_gate(
     )
 
 
-def tool_error(text: str) -> types.CallToolResult:
-    """A tool result with `isError: true`: what assern answers instead of the backend."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
-
-
 def rejected(tool: str, problems: Sequence[str], schema: Mapping[str, Any]) -> types.CallToolResult:
     """The tool result of a call strict validation stopped."""
-    return tool_error(rejection_text(tool, problems, schema))
+    return error_result(rejection_text(tool, problems, schema))
 
 
 def output_mismatch(server: str, tool: str, problems: Sequence[str]) -> types.CallToolResult:
@@ -116,7 +113,7 @@ def output_mismatch(server: str, tool: str, problems: Sequence[str]) -> types.Ca
         "outputSchema it declared (the backend is at fault, not the call):",
         *(f"- {problem}" for problem in problems),
     ]
-    return tool_error("\n".join(lines))
+    return error_result("\n".join(lines))
 
 
 def screen_arguments(

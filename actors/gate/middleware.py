@@ -50,6 +50,12 @@ class Call:
         return attrs.evolve(self, arguments=arguments)
 
 
+def error_result(text: str) -> types.CallToolResult:
+    """A tool result with `isError: true`: what assern (or a middleware) answers instead of
+    the backend."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
 #: The rest of the chain, then the backend: what a middleware awaits to forward a call.
 Next = Callable[[Call], Awaitable[types.CallToolResult]]
 #: A middleware: around one call.

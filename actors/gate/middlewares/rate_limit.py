@@ -16,24 +16,22 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-import mcp_types as types
 import structlog
 import trio
 
+from assern.actors.gate.middleware import error_result
 from assern.actors.gate.middlewares.options import at_least, read_options
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    import mcp_types as types
 
     from assern.actors.gate.middleware import Call, Next
 
 log = structlog.get_logger()
 
 SCOPES = ("tool", "server", "all")
-
-
-def _refusal(text: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
 
 class RateLimit:
@@ -76,7 +74,7 @@ class RateLimit:
             log.info(
                 "call_refused", server=call.server, tool=call.tool, rule="rate_limit", client=call.client
             )
-            return _refusal(
+            return error_result(
                 f"Rate limit reached: at most {self.calls} calls per {self.per:g} s for "
                 f"{self._what(call)}. Try again in {retry:.1f} s."
             )
@@ -93,7 +91,7 @@ class RateLimit:
             finally:
                 slots.release()
         log.info("call_refused", server=call.server, tool=call.tool, rule="concurrency", client=call.client)
-        return _refusal(
+        return error_result(
             f"Too many calls in flight: at most {self.concurrency} at a time for {self._what(call)}, "
             f"and none finished within {self.wait:g} s. Try again later."
         )
