@@ -29,6 +29,7 @@ import trio
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
+from assern.app.ctl.render import table
 from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
 from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
@@ -55,10 +56,8 @@ def demo_config_path() -> Path:
 
 
 def _print_table(rows: Sequence[Mapping[str, str]], columns: Sequence[str]) -> None:
-    widths = {c: max([len(c), *(len(r[c]) for r in rows)]) for c in columns}
-    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
-    for row in rows:
-        print("  ".join(row[c].ljust(widths[c]) for c in columns).rstrip())
+    cells = [[row[column] for column in columns] for row in rows]
+    print("\n".join(table(cells, [column.upper() for column in columns])))
 
 
 def _print_backend_problems(tree: Tree) -> None:

@@ -28,7 +28,16 @@ SHIPPED: Mapping[str, str] = {
 
 
 class MiddlewareError(Exception):
-    """A `[[middleware]]` entry that cannot be loaded: what is wrong, in a sentence."""
+    """A `[[middleware]]` entry that cannot be loaded: what is wrong, in a sentence.
+
+    Attributes:
+        key: The entry's key at fault: "use" (the factory cannot be found) or "options"
+            (the factory refused them).
+    """
+
+    def __init__(self, message: str, key: str = "use") -> None:
+        super().__init__(message)
+        self.key = key
 
 
 def factory_path(use: str) -> str:
@@ -80,7 +89,9 @@ def make_middleware(use: str, options: Mapping[str, Any]) -> Middleware:
     try:
         built: Middleware = factory(dict(options))
     except Exception as exc:  # a factory that refuses its options says why in its error
-        raise MiddlewareError(f"rejected its options: {exc}") from None
+        raise MiddlewareError(f"rejected its options: {exc}", "options") from None
     if not callable(built):
-        raise MiddlewareError(f"its factory returned {type(built).__name__}, not an async function")
+        raise MiddlewareError(
+            f"its factory returned {type(built).__name__}, not an async function", "options"
+        )
     return built

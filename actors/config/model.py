@@ -19,7 +19,7 @@ import attrs
 
 from assern.actors.config.env import MergeMode
 from assern.actors.config.keypath import KeyPath, at
-from assern.actors.config.middleware import MiddlewareError, factory_path, load_factory, make_middleware
+from assern.actors.config.middleware import MiddlewareError, make_middleware
 from assern.actors.config.spec import (
     ConfigError,
     DescriptionFormat,
@@ -495,15 +495,10 @@ def middleware_problems(entries: Sequence[MiddlewareConfig]) -> list[str]:
             )
         seen.add(name)
         try:
-            factory_path(entry.use)
-            load_factory(entry.use)
-        except MiddlewareError as exc:
-            problems.append(at(str(exc), ("middleware", index, "use")))
-            continue
-        try:
             make_middleware(entry.use, entry.options)
         except MiddlewareError as exc:
-            problems.append(at(f"{entry.use!r} {exc}", ("middleware", index, "options")))
+            problem = str(exc) if exc.key == "use" else f"{entry.use!r} {exc}"
+            problems.append(at(problem, ("middleware", index, exc.key)))
     return problems
 
 

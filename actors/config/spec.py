@@ -5,7 +5,7 @@ Everything here is already merged, expanded and checked. The backend actor runs 
 Secrets live in `env` and `headers`, which never appear in a repr.
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -56,6 +56,10 @@ class Group:
     description: str | None = None
 
 
+def _strings(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 @attrs.frozen(kw_only=True)
 class MiddlewareSpec:
     """One `[[middleware]]` entry: a middleware around the calls of the tools it takes.
@@ -73,8 +77,9 @@ class MiddlewareSpec:
 
     name: str
     use: str
-    servers: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
+    # tuples whatever was given: an entry is a dict key of the middlewares it built
+    servers: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    tools: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     options: Mapping[str, object] = attrs.field(factory=dict, hash=False)
     asyncio: bool = False
 

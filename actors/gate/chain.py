@@ -10,7 +10,6 @@ backend (raised by `next`) passes through it unchanged.
 
 from __future__ import annotations
 
-import json
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
@@ -110,10 +109,6 @@ def _matches(patterns: Sequence[str], names: Sequence[str]) -> bool:
     return not patterns or any(fnmatchcase(name, pattern) for pattern in patterns for name in names)
 
 
-def _key(spec: MiddlewareSpec) -> tuple[str, str, str, bool]:
-    return (spec.name, spec.use, json.dumps(spec.options, sort_keys=True, default=str), spec.asyncio)
-
-
 class Middlewares:
     """The instances of the configured middlewares and the chains built from them.
 
@@ -124,7 +119,8 @@ class Middlewares:
 
     def __init__(self, host: AsyncioHost | None = None) -> None:
         self._host = host
-        self._layers: dict[tuple[str, str, str, bool], Layer] = {}
+        #: by entry: equal entries (options included) share one instance
+        self._layers: dict[MiddlewareSpec, Layer] = {}
 
     def chain(self, specs: Sequence[MiddlewareSpec], server: str, names: Sequence[str]) -> Chain | None:
         """The chain of a tool of `server` known by `names` (exposed, SERVER_TOOL, own),
@@ -139,20 +135,19 @@ class Middlewares:
     def retain(self, specs: Sequence[MiddlewareSpec]) -> None:
         """Forget the instances of entries no longer configured (a changed entry is a new
         one: its instance starts afresh)."""
-        wanted = {_key(spec) for spec in specs}
-        for key in set(self._layers) - wanted:
-            close = getattr(self._layers.pop(key).instance, "close", None)
+        wanted = set(specs)
+        for spec in set(self._layers) - wanted:
+            close = getattr(self._layers.pop(spec).instance, "close", None)
             if callable(close):
                 try:
                     close()
                 except Exception as exc:  # its calls are over; a failed close is only worth a word
-                    log.warning("middleware_close_failed", middleware=key[0], error=str(exc))
+                    log.warning("middleware_close_failed", middleware=spec.name, error=str(exc))
 
     def _layer(self, spec: MiddlewareSpec) -> Layer:
-        key = _key(spec)
-        layer = self._layers.get(key)
+        layer = self._layers.get(spec)
         if layer is None:
-            layer = self._layers[key] = self._build(spec)
+            layer = self._layers[spec] = self._build(spec)
         return layer
 
     def _build(self, spec: MiddlewareSpec) -> Layer:

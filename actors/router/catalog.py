@@ -264,20 +264,15 @@ def build_catalog(
             if shows is not None and not shows(exposed, server, tool.name):
                 outside[exposed] = server
                 continue
+            known_as = (exposed, *names[1:])
+            chain = middlewares.chain(middleware, server, known_as) if middlewares is not None else None
             tools[exposed] = ToolRoute(
                 name=exposed,
                 server=server,
                 original=tool.name,
                 tool=tool.model_copy(update={"name": exposed}),
                 gate=build_gate(
-                    tool,
-                    tool_rules,
-                    (exposed, *names[1:]),
-                    grouped=exposure == "grouped",
-                    schemas=schemas,
-                    chain=middlewares.chain(middleware, server, (exposed, *names[1:]))
-                    if middlewares is not None
-                    else None,
+                    tool, tool_rules, known_as, grouped=exposure == "grouped", schemas=schemas, chain=chain
                 ),
             )
             by_base.setdefault(tool.name, []).append(exposed)
