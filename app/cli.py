@@ -23,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import structlog
 import trio
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
     from assern.app.detach import LauncherLink
     from assern.app.election import Primary, Proxy
-    from assern.app.tree import Tree
+    from assern.app.tree import HttpSocket, Tree
 
 log = structlog.get_logger()
 
@@ -133,12 +134,60 @@ def _proxy(args: argparse.Namespace, elected: Proxy) -> int:
     raise AssertionError("unreachable: exec replaced this process")
 
 
+def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket | int | None:
+    """The HTTP front's bound socket when this start serves HTTP (None when it does not;
+    an exit status after printing why it cannot)."""
+    from assern.actors.config.listen import BindError, listen_problems, parse_bind
+    from assern.actors.listener.http.server import BindFailed, bind_socket
+    from assern.app.tree import HttpSocket
+
+    given = getattr(args, "http", None)
+    if given is None and (args.command == "serve" or config.listen.http is None):
+        return None  # `assern serve` opens a port only when asked to: `--http`
+    try:
+        bind = parse_bind(given) if given else config.listen.http
+    except BindError as exc:
+        print(f"assern: --http: {exc}", file=sys.stderr)
+        return 2
+    if bind is None:
+        print(
+            "assern: --http needs an address ([HOST:]PORT) or `http` in the config's [listen]",
+            file=sys.stderr,
+        )
+        return 2
+    spec = attrs.evolve(config.listen, http=bind)
+    for key, problem in listen_problems(spec):
+        print(f"assern: [listen] {key}: {problem}", file=sys.stderr)
+        return 2
+    try:
+        sock = bind_socket(bind)
+    except BindFailed as exc:
+        print(f"assern: {exc}", file=sys.stderr)
+        return 2
+    front = HttpSocket(sock=sock, bind=bind)
+    scheme = "https" if spec.tls else "http"
+    print(f"assern: serving MCP over HTTP at {scheme}://{front.address()}/mcp", file=sys.stderr, flush=True)
+    return front
+
+
 def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     from assern.app.detach import detach
     from assern.app.election import Proxy
 
+    http = _http_front(args, config)
+    if isinstance(http, int):
+        return http
+    if args.no_stdio:
+        if http is None:
+            print("assern serve: --no-stdio leaves nothing to serve without --http", file=sys.stderr)
+            return 2
+        from assern.app.tree import Tree
+
+        trio.run(Tree(config, load, stdio=False, run_dir=run_dir(), http=http).run)
+        return 0
     primary: tuple[Primary, LauncherLink] | None = None
-    if sharing_enabled(environ()):
+    # An HTTP front is its own instance: a port is not shared through the Unix socket.
+    if http is None and sharing_enabled(environ()):
         try:
             elected = _elect(config)
         except InstanceError as exc:
@@ -155,7 +204,7 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
                 return link
             log.info("primary_detached", pid=os.getpid(), slot=elected.slot.name)
             primary = (elected, link)
-    trio.run(_serve_tree, config, load, primary, args.profile)
+    trio.run(_serve_tree, config, load, primary, args.profile, http)
     return 0
 
 
@@ -164,6 +213,7 @@ async def _serve_tree(
     load: Callable[[], ResolvedConfig],
     primary: tuple[Primary, LauncherLink] | None,
     profile: str | None,
+    http: HttpSocket | None = None,
 ) -> None:
     """Run the tree for our stdio client, met at the front door while the tree loads."""
     from assern.actors.listener.handshake import capabilities_from
@@ -192,7 +242,14 @@ async def _serve_tree(
                 tree_module.Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
             )
             tree = tree_module.Tree(
-                config, load, stdio=True, run_dir=runs, hosting=hosting, door=door, stdio_profile=profile
+                config,
+                load,
+                stdio=True,
+                run_dir=runs,
+                hosting=hosting,
+                door=door,
+                stdio_profile=profile,
+                http=http,
             )
             await tree.run()
             nursery.cancel_scope.cancel()
@@ -207,6 +264,9 @@ def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[
     if not sharing_enabled(environ()):
         print("assern daemon: nothing to do with ASSERN_NO_INSTANCE_SHARING set (no socket)", file=sys.stderr)
         return 2
+    http = _http_front(args, config)
+    if isinstance(http, int):
+        return http
     try:
         elected = _elect(config)
     except InstanceError as exc:
@@ -232,6 +292,7 @@ def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[
         stdio=False,
         run_dir=run_dir(),
         hosting=Hosting(primary=elected, daemon=True),
+        http=http,
     )
     trio.run(tree.run)
     return 0
@@ -304,6 +365,17 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
                 "--profile",
                 help="the view of [profiles.NAME] (serve: default $ASSERN_PROFILE, else by client name)",
             )
+        if name in ("serve", "daemon"):
+            cmd.add_argument(
+                "--http",
+                nargs="?",
+                const="",
+                metavar="[HOST:]PORT",
+                help="also serve MCP over streamable HTTP at /mcp (default address: [listen] http; "
+                "a bare port binds 127.0.0.1)",
+            )
+        if name == "serve":
+            cmd.add_argument("--no-stdio", action="store_true", help="serve HTTP only (with --http)")
         if name == "list":
             cmd.add_argument("--json", action="store_true", help="machine-readable output")
             cmd.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")

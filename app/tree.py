@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import time
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
+from assern.actors.config.listen import Bind
 from assern.actors.gate.asyncio_host import AsyncioHost
 from assern.actors.identity import __version__
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     import mcp_types as types
 
     from assern.actors.config.spec import ResolvedConfig
+    from assern.actors.listener.http.server import HttpListen
     from assern.actors.search.semantic import Semantic
     from assern.app.front_door import FrontDoor
 
@@ -94,6 +97,18 @@ class Hosting:
     launcher: LauncherLink | None = None
 
 
+@attrs.frozen(kw_only=True, eq=False)
+class HttpSocket:
+    """The HTTP front's socket, bound before the tree starts, and the address asked for."""
+
+    sock: socket.socket
+    bind: Bind
+
+    def address(self) -> str:
+        host = f"[{self.bind.host}]" if ":" in self.bind.host else self.bind.host
+        return f"{host}:{self.sock.getsockname()[1]}"
+
+
 class Tree:
     """Everything one running assern holds: cells, mailboxes and the four core actors.
 
@@ -114,6 +129,7 @@ class Tree:
         hosting: Hosting | None = None,
         door: FrontDoor | None = None,
         stdio_profile: str | None = None,
+        http: HttpSocket | None = None,
     ) -> None:
         self.handle_signals = handle_signals
         self.hosting = hosting
@@ -190,6 +206,15 @@ class Tree:
             sockets=self._socket_service(hosting) if hosting is not None else None,
             door=door,
             stdio_profile=stdio_profile,
+            http=self._http_listen(http) if http is not None else None,
+        )
+
+    def _http_listen(self, http: HttpSocket) -> HttpListen:
+        from assern.actors.listener.http.server import HttpListen
+
+        bind = http.bind
+        return HttpListen(
+            sock=http.sock, bind=bind, spec=lambda: attrs.evolve(self.config.value.listen, http=bind)
         )
 
     def _socket_service(self, hosting: Hosting) -> SocketService:

@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 LOCAL_DIR = ".assern"
 #: The global config file in `$ASSERN_HOME`.
 GLOBAL_CONFIG = "config.toml"
+#: The HTTP front's bearer tokens (their hashes) in `$ASSERN_HOME` (`assernctl token`).
+TOKENS_FILE = "tokens.toml"
 #: The original Assern layout's global config, read when config.toml is absent and
 #: PyYAML is installed.
 LEGACY_GLOBAL_CONFIG = "config.yaml"

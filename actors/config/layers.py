@@ -17,6 +17,7 @@ from assern.actors.config.keypath import at
 from assern.actors.config.model import (
     ConfigFile,
     GroupConfig,
+    ListenConfig,
     LocalConfigFile,
     MiddlewareConfig,
     ProfileConfig,
@@ -90,6 +91,7 @@ class GlobalSource:
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
     middleware: tuple[MiddlewareConfig, ...] = ()
+    listen: ListenConfig | None = None
     files: tuple[Path, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -189,6 +191,7 @@ def read_global(path: Path, *, required: bool, home: Path) -> GlobalSource:
         profiles=model.profiles,
         groups=model.groups,
         middleware=model.middleware,
+        listen=model.listen,
         files=(path, *included_files),
         notes=notes,
     )
@@ -219,6 +222,14 @@ def read_local(root: Path, *, home: Path) -> LocalSource:
                 "a project's config file cannot configure middleware (it runs Python inside "
                 "assern): put [[middleware]] in the global config file",
                 ("middleware",),
+            )
+        )
+    if model.listen is not None:
+        problems.append(
+            at(
+                "a project's config file cannot configure [listen] (it opens a network port): "
+                "put [listen] in the global config file",
+                ("listen",),
             )
         )
     if problems:

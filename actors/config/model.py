@@ -19,6 +19,7 @@ import attrs
 
 from assern.actors.config.env import MergeMode
 from assern.actors.config.keypath import KeyPath, at
+from assern.actors.config.listen import BindError, HttpAuth, parse_bind
 from assern.actors.config.middleware import MiddlewareError, make_middleware
 from assern.actors.config.spec import (
     ConfigError,
@@ -137,6 +138,22 @@ class _Directories:
         return "<validator directories>"
 
 
+@attrs.frozen(repr=False)
+class _BindAddress:
+    """`[HOST:]PORT` of the HTTP front."""
+
+    def __call__(self, _instance: object, _attribute: object, value: str | None) -> None:
+        if value is None:
+            return
+        try:
+            parse_bind(value)
+        except BindError as exc:
+            raise Invalid(str(exc)) from None
+
+    def __repr__(self) -> str:
+        return "<validator [HOST:]PORT>"
+
+
 # -- the tables ---------------------------------------------------------------------------
 
 
@@ -211,6 +228,32 @@ class ProfileConfig:
     read_only: bool | None = None
     validate: ValidateMode | None = None
     confirm: tuple[str, ...] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ListenConfig:
+    """`[listen]`: the HTTP front (listen.ListenSpec says what each field means)."""
+
+    http: str | None = attrs.field(default=None, validator=_BindAddress())
+    auth: HttpAuth | None = None
+    tokens_file: str | None = None
+    allowed_origins: tuple[str, ...] | None = None
+    allowed_hosts: tuple[str, ...] | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    max_body_bytes: int | None = attrs.field(
+        default=None, validator=_AtLeast(1024, "a byte count", most=1 << 30)
+    )
+    max_header_bytes: int | None = attrs.field(
+        default=None, validator=_AtLeast(1024, "a byte count", most=1 << 24)
+    )
+    max_sessions: int | None = attrs.field(default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT))
+    max_sessions_per_token: int | None = attrs.field(
+        default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
+    )
+    session_idle_timeout: float | None = attrs.field(default=None, validator=_positive("seconds"))
+    legacy_sse: bool | None = None
+    graceful_timeout: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
 
 
 @attrs.frozen(kw_only=True)
@@ -444,6 +487,7 @@ class ConfigFile:
     profiles: Mapping[str, ProfileConfig] = attrs.field(factory=dict)
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
     middleware: tuple[MiddlewareConfig, ...] = ()
+    listen: ListenConfig | None = None
     include: tuple[str, ...] = ()
 
     def problems(self, *, included: Collection[str]) -> list[str]:
@@ -513,4 +557,6 @@ class LocalConfigFile:
     groups: Mapping[str, GroupConfig] = attrs.field(factory=dict)
     #: refused (read_local): a project's file may not name Python for assern to import
     middleware: tuple[MiddlewareConfig, ...] = ()
+    #: refused (read_local): a project's file may not open a network port
+    listen: ListenConfig | None = None
     include: tuple[str, ...] = ()

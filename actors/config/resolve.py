@@ -43,8 +43,11 @@ from assern.actors.config.home import (
     GLOBAL_CONFIG,
     LEGACY_GLOBAL_CONFIG,
     LOCAL_DIR,
+    TOKENS_FILE,
+    expand_user,
     user_home,
 )
+from assern.actors.config.keypath import at
 from assern.actors.config.layers import (
     GlobalSource,
     LocalSource,
@@ -54,6 +57,7 @@ from assern.actors.config.layers import (
     read_global,
     read_local,
 )
+from assern.actors.config.listen import ListenSpec, listen_problems, parse_bind
 from assern.actors.config.merge import (
     EnvTable,
     Problems,
@@ -73,6 +77,7 @@ from assern.actors.config.model import (
 from assern.actors.config.project import detect_project, find_local_root
 from assern.actors.config.spec import (
     CallRules,
+    ConfigError,
     Group,
     MiddlewareSpec,
     Profile,
@@ -201,6 +206,7 @@ def resolve_config(
     )
     return ResolvedConfig(
         settings=settings,
+        listen=_listen(source, assern_home=assern_home, home=home),
         servers=servers,
         project=match.name,
         files=tuple(dict.fromkeys(files)),
@@ -325,6 +331,39 @@ def _middleware(entry: MiddlewareConfig) -> MiddlewareSpec:
         options=dict(entry.options),
         asyncio=entry.asyncio,
     )
+
+
+def _listen(source: GlobalSource, *, assern_home: Path, home: Path) -> ListenSpec:
+    """`[listen]` of the global file, its paths made absolute (relative to that file).
+
+    Raises:
+        ConfigError: naming the file and the key when the front would be unsafe.
+    """
+    table = source.listen
+    default_tokens = assern_home / TOKENS_FILE
+    if table is None:
+        return ListenSpec(tokens_file=default_tokens)
+    base = source.file.parent if source.file is not None else assern_home
+
+    def path(value: str | None) -> Path | None:
+        return None if value is None else base / expand_user(value, home)
+
+    given = {
+        key: value
+        for key, value in attrs.asdict(table, recurse=False).items()
+        if value is not None and key not in ("http", "tokens_file", "certfile", "keyfile")
+    }
+    spec = ListenSpec(
+        http=parse_bind(table.http) if table.http is not None else None,
+        tokens_file=path(table.tokens_file) or default_tokens,
+        certfile=path(table.certfile),
+        keyfile=path(table.keyfile),
+        **given,
+    )
+    problems = [at(problem, ("listen", key)) for key, problem in listen_problems(spec)]
+    if problems:
+        raise ConfigError(str(source.file), tuple(problems))
+    return spec
 
 
 def _groups(*files: Mapping[str, GroupConfig]) -> tuple[Group, ...]:

@@ -11,6 +11,7 @@ from typing import Literal
 
 import attrs
 
+from assern.actors.config.listen import ListenSpec
 from assern.supervisor.spec import RestartPolicy
 
 #: Where a value came from, lowest layer first (DESIGN.md §3). `mcp-json` is a server read
@@ -300,6 +301,7 @@ class ResolvedConfig:
         potential_files: Files that do not exist but would contribute if they were
             created (the global config and .env, the local `.assern/config.toml` and
             `.env`), so hot reload notices them appearing.
+        listen: The HTTP front (`[listen]`).
     """
 
     settings: Settings
@@ -308,6 +310,7 @@ class ResolvedConfig:
     files: tuple[Path, ...]
     warnings: tuple[str, ...] = ()
     potential_files: tuple[Path, ...] = ()
+    listen: ListenSpec = attrs.field(factory=ListenSpec)
 
 
 @attrs.frozen(kw_only=True)

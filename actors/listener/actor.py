@@ -21,7 +21,8 @@ import os
 import socket
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import mcp_types as types
@@ -41,6 +42,7 @@ from assern.supervisor.trionics import main_error
 
 if TYPE_CHECKING:
     from assern.actors.listener.handshake import RequestId, StdioDoor
+    from assern.actors.listener.http.server import HttpListen
 
 log = structlog.get_logger()
 
@@ -117,6 +119,7 @@ class ListenerActor:
             listener claims stdio itself.
         stdio_profile: The profile the stdio client gets (`assern serve --profile`),
             or None to match its name against the profiles.
+        http: The HTTP front's socket and settings, or None to serve no HTTP.
     """
 
     def __init__(
@@ -132,8 +135,10 @@ class ListenerActor:
         sockets: SocketService | None = None,
         door: StdioDoor | None = None,
         stdio_profile: str | None = None,
+        http: HttpListen | None = None,
     ) -> None:
         self.shared = shared
+        self.http = http
         self.stdio_profile = stdio_profile
         self.door = door
         self.notes = notes
@@ -165,6 +170,8 @@ class ListenerActor:
                     nursery.start_soon(self._accept, self.sockets.control, self._serve_control)
                 if self.stdio or self.sockets is not None:
                     nursery.start_soon(self._lifetime)
+                if self.http is not None:
+                    await nursery.start(self._serve_http, self.http)
                 task_status.started()
 
     def client_views(self) -> list[ClientView]:
@@ -206,6 +213,46 @@ class ListenerActor:
             await contained(client_id, connection.serve(receive, send, answered=answered))
         finally:
             del self.connections[client_id]
+
+    async def host_modern(
+        self, kind: str, client_name: str | None, *, task_status: trio.TaskStatus[Any]
+    ) -> None:
+        """Host a 2026-07-28 connection whose requests arrive one by one (the HTTP front's
+        stateless clients) until cancelled; its server is reported through `task_status`."""
+        client_id = f"{kind}-{next(self._ids)}"
+        connection = ClientConnection(client_id, self.shared)
+        self.connections[client_id] = connection
+        try:
+            await connection.host_modern(client_name, task_status=task_status)
+        finally:
+            del self.connections[client_id]
+
+    # --------------------------------------------------------------------- http
+
+    async def _serve_http(self, http: HttpListen, *, task_status: trio.TaskStatus[None]) -> None:
+        from assern.actors.listener.http.server import FrontParts, serve_http
+
+        parts = FrontParts(
+            serve_connection=self.serve_connection,
+            host_modern=partial(self.host_modern, "http"),
+            readiness=self._readiness,
+            backends=lambda: {name: h.status for name, h in self.shared.directory().items()},
+            stats=self.shared.stats,
+            clients=self._client_counts,
+        )
+        await serve_http(http, parts, trio.sleep_forever, task_status=task_status)
+
+    def _readiness(self) -> tuple[bool, dict[str, str]]:
+        """Ready once the configuration is loaded and the first backends settled."""
+        states = {name: handle.state.value for name, handle in self.shared.directory().items()}
+        return self.shared.settled.is_set(), states
+
+    def _client_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for connection in self.connections.values():
+            kind = connection.client_id.rsplit("-", 1)[0]
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
     # -------------------------------------------------------------------- stdio
 

@@ -223,9 +223,11 @@ class Handlers:
                 ),
             )
         except (BackendUnavailable, Exception) as exc:
-            self._routing.record_call(handle.name, started)
+            self._routing.record_call(handle.name, started, route.original, "error")
             raise to_rpc_error(exc) from None
-        self._routing.record_call(handle.name, started)
+        self._routing.record_call(
+            handle.name, started, route.original, "tool_error" if result.is_error else "ok"
+        )
         gate = route.gate
         if gate is not None and gate.outputs is not None:
             answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -203,10 +203,10 @@ class RawLane:
         if not send_raw.write_nowait(line) and send_raw.broken is None and nursery is not None:
             nursery.start_soon(self._write_quietly, send_raw, line)  # waits for room
 
-    def call_done(self, request_id: str | int, server: str, started: float) -> None:
+    def call_done(self, request_id: str | int, server: str, started: float, tool: str, outcome: str) -> None:
         """A call of the lane ended (answered or failed): forget it and count it."""
         self._forwarded.pop(request_id, None)
-        self._routing.record_call(server, started)
+        self._routing.record_call(server, started, tool, outcome)
 
     def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
         """Run `fn(*args)` in the connection's request nursery, while it serves."""
@@ -284,9 +284,10 @@ class RawLane:
                     out = framing.result(
                         request_id, dump_result(replaced) if replaced is not None else result
                     )
+                    outcome = "tool_error" if result.get("isError") is True else "ok"
                 except Exception as exc:
-                    out = error_reply(request_id, exc)
-                self._routing.record_call(handle.name, started)
+                    out, outcome = error_reply(request_id, exc), "error"
+                self._routing.record_call(handle.name, started, name, outcome)
                 await self._write_quietly(send_raw, out)
         finally:
             self._forwarded.pop(request_id, None)
@@ -331,11 +332,14 @@ class RawReply:
         self._server = server
         self._started = trio.current_time()
 
-    def _done(self) -> None:
-        self._lane.call_done(self._request_id, self._server, self._started)
+    def _done(self, outcome: str = "error") -> None:
+        self._lane.call_done(self._request_id, self._server, self._started, self._original, outcome)
 
     def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
+        outcome = "error"
         if "result" in message:
+            result = message["result"]
+            outcome = "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
             # The backend's own bytes with the client's id in place of ours, if certain.
             out = swap_id(line, backend_id, self._request_id)
             if self._gate is not None and isinstance(message["result"], dict):
@@ -347,7 +351,7 @@ class RawReply:
         else:
             out = error_reply(self._request_id, error_of(message))
         self._lane.write(out)
-        self._done()  # after the write: the client waits for the answer, not for this
+        self._done(outcome)  # after the write: the client waits for the answer, not for this
 
     def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
         assert self._token is not None  # progress is asked for only with the client's token

@@ -130,6 +130,6 @@ class Routing:
             reason = f"it is {status.state.value}" + (f" ({status.last_error})" if status.last_error else "")
         return BackendUnavailable(status.server, reason)
 
-    def record_call(self, server: str, started: float) -> None:
-        """Count one finished call (answered or failed) in the latency window."""
-        self.shared.stats.record(server, (trio.current_time() - started) * 1000)
+    def record_call(self, server: str, started: float, tool: str = "", outcome: str = "ok") -> None:
+        """Count one finished call of `tool` (answered or failed) and how it ended."""
+        self.shared.stats.record(server, (trio.current_time() - started) * 1000, tool, outcome)

@@ -151,6 +151,30 @@ class ClientConnection:
                 self._nursery = self._protocol = self._events = None
                 log.info("client_disconnected")
 
+    async def host_modern(self, client_name: str | None, *, task_status: trio.TaskStatus[Any]) -> None:
+        """Host this connection for a 2026-07-28 client whose requests come one by one
+        (over HTTP) rather than as lines: report its `ModernServer` through
+        `task_status`, then follow the catalog for it until cancelled."""
+        from assern.actors.listener.modern import ModernServer
+
+        with structlog.contextvars.bound_contextvars(client=self.client_id):
+            log.info("client_connected", client_name=client_name)
+            self.client_name = client_name
+            self._match_profile()
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._follow_catalog)
+                    self._nursery = nursery
+                    modern = ModernServer(
+                        self.methods(), self.shared, self.handlers.set_subscription, nursery
+                    )
+                    self._events = modern.events
+                    task_status.started(modern)
+                    await trio.sleep_forever()
+            finally:
+                self._nursery = self._events = None
+                log.info("client_disconnected")
+
     async def _serve_lines(self, reader: LineReader, out: SendRaw, answered: types.RequestId | None) -> None:
         try:
             lead, opening = await self._opening(reader, out)

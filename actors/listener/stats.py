@@ -1,17 +1,42 @@
-"""Recent tools/call latencies per backend, as the listener's client sessions measured them.
+"""tools/call latencies and outcomes, as the listener's client sessions measured them.
 
 Owned by the listener actor: its sessions record each finished call (from the moment
-the call was handed to the backend's mailbox until the answer came back), and its
-control socket reads the medians for `assernctl status`.
+the call was handed to the backend's mailbox until the answer came back). The control
+socket reads the recent medians per backend for `assernctl status`; the HTTP front's
+`/metrics` reads the running totals per server and tool (a latency histogram and the
+count of each outcome: "ok", "tool_error" for a result with `isError`, "error" for a
+call that failed).
 """
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from collections import deque
 
+import attrs
+
 #: How many recent calls per backend the median is taken over.
 WINDOW = 256
+#: Upper bounds (seconds) of the latency histogram's buckets (the last is +Inf).
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+@attrs.define
+class Series:
+    """Running totals of one tool's calls."""
+
+    counts: list[int] = attrs.field(factory=lambda: [0] * (len(BUCKETS) + 1))
+    total_seconds: float = 0.0
+    outcomes: dict[str, int] = attrs.field(factory=dict)
+
+    def cumulative(self) -> list[tuple[float, int]]:
+        """(upper bound, calls at most that long) per bucket, +Inf last."""
+        running, out = 0, []
+        for bound, count in zip((*BUCKETS, float("inf")), self.counts, strict=True):
+            running += count
+            out.append((bound, running))
+        return out
 
 
 class CallStats:
@@ -20,12 +45,24 @@ class CallStats:
     def __init__(self, window: int = WINDOW) -> None:
         self._window = window
         self._recent: dict[str, deque[float]] = {}
+        self._series: dict[tuple[str, str], Series] = {}
 
-    def record(self, server: str, duration_ms: float) -> None:
+    def record(self, server: str, duration_ms: float, tool: str = "", outcome: str = "ok") -> None:
         recent = self._recent.get(server)
         if recent is None:
             recent = self._recent[server] = deque(maxlen=self._window)
         recent.append(duration_ms)
+        series = self._series.get((server, tool))
+        if series is None:
+            series = self._series[server, tool] = Series()
+        seconds = duration_ms / 1000
+        series.counts[bisect.bisect_left(BUCKETS, seconds)] += 1
+        series.total_seconds += seconds
+        series.outcomes[outcome] = series.outcomes.get(outcome, 0) + 1
+
+    def series(self) -> dict[tuple[str, str], Series]:
+        """The running totals by (server, the server's own tool name)."""
+        return dict(self._series)
 
     def median(self, server: str) -> float | None:
         """The median of the recent calls to `server` in ms, or None before the first."""

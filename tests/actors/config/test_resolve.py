@@ -8,6 +8,7 @@ import pytest
 from config_world import World
 
 from assern.actors.config.home import default_assern_home
+from assern.actors.config.listen import ListenSpec
 from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import (
     ConfigError,
@@ -421,6 +422,7 @@ def test_nothing_configured(world: World) -> None:
             cwd / ".assern" / ".env",
             cwd / ".assern" / "config.toml",
         ),
+        listen=ListenSpec(tokens_file=world.assern_home / "tokens.toml"),
     )
 
 

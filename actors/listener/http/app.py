@@ -1,0 +1,243 @@
+"""The HTTP front's ASGI application: `/mcp`, `/healthz`, `/readyz` and `/metrics`.
+
+Every request to `/mcp` passes the checks (checks.py: Host, Origin, token) and the body
+limit first; a refusal is answered with its status and a JSON-RPC error body, and
+logged as one `http_refused` event (the reason and the token's name, never its value).
+Then the request's era decides where it goes, as the `mcp` SDK decides it: an
+`MCP-Protocol-Version` header of the 2026-07-28 revision (or any version the handshake
+does not know) is a stateless request (stateless.py); anything else belongs to a
+handshake-era session (sessions.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+from assern.actors.listener.http.checks import authenticate, check_host_origin
+from assern.actors.listener.http.refusal import Refusal
+from assern.actors.listener.protocol import modern_client_name
+
+if TYPE_CHECKING:
+    from starlette.types import Message, Receive, Scope, Send
+
+    from assern.actors.config.listen import Bind, ListenSpec
+    from assern.actors.listener.http.metrics import Metrics
+    from assern.actors.listener.http.sessions import HandshakeSessions
+    from assern.actors.listener.http.stateless import StatelessClients
+    from assern.actors.listener.http.tokens import TokenStore
+
+log = structlog.get_logger()
+
+MCP_PATH = "/mcp"
+#: Readiness: whether the front is ready, and each backend's state by name.
+Readiness = Callable[[], tuple[bool, Mapping[str, str]]]
+
+
+class HttpApp:
+    """The ASGI application hypercorn serves."""
+
+    def __init__(
+        self,
+        *,
+        bind: Bind,
+        spec: Callable[[], ListenSpec],
+        tokens: TokenStore,
+        sessions: HandshakeSessions,
+        stateless: StatelessClients,
+        readiness: Readiness,
+        metrics: Metrics,
+    ) -> None:
+        self.bind = bind
+        self._spec = spec
+        self.tokens = tokens
+        self.sessions = sessions
+        self.stateless = stateless
+        self._readiness = readiness
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if kind != "http":
+            return  # websockets are not served
+        path = scope["path"].rstrip("/") or "/"
+        if path == MCP_PATH:
+            await self._mcp(scope, receive, send)
+        elif path == "/healthz":
+            await _json(send, 200, {"status": "alive"})
+        elif path == "/readyz":
+            await self._ready(scope, send)
+        elif path == "/metrics":
+            await self._metrics(scope, send)
+        else:
+            await _json(send, 404, {"error": f"nothing at {scope['path']}; MCP is served at {MCP_PATH}"})
+
+    # ----------------------------------------------------------------------- MCP
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        spec = self._spec()
+        headers = _headers(scope)
+        refusal = check_host_origin(headers, self.bind, spec)
+        owner: str | None = None
+        if refusal is None:
+            checked = authenticate(headers, self.tokens, spec)
+            if isinstance(checked, Refusal):
+                refusal = checked
+            else:
+                owner = checked
+        if refusal is None and scope["method"] not in ("POST", "GET", "DELETE"):
+            refusal = Refusal(
+                405,
+                f"{scope['method']} is not served at {MCP_PATH}",
+                "bad_method",
+                (("allow", "GET, POST, DELETE"),),
+            )
+        body = b""
+        if refusal is None and scope["method"] == "POST":
+            read = await _read_body(headers, receive, spec.max_body_bytes)
+            if isinstance(read, Refusal):
+                refusal = read
+            else:
+                body = read
+        if refusal is not None:
+            await self.refuse(scope, send, refusal, owner)
+            return
+        replay = _replaying(body, receive) if scope["method"] == "POST" else receive
+        decoded = _decode(body)
+        version = headers.get("mcp-protocol-version")
+        modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        with self.metrics.request(modern):
+            if modern:
+                await self.stateless.handle(scope, replay, send, owner, modern_client_name(decoded))
+                return
+            scope = {**scope, "assern.request_ids": _request_ids(decoded)}
+            refusal = await self.sessions.handle(scope, replay, send, owner)
+            if refusal is not None:
+                await self.refuse(scope, send, refusal, owner)
+
+    async def refuse(self, scope: Scope, send: Send, refusal: Refusal, owner: str | None) -> None:
+        client = scope.get("client")
+        log.warning(
+            "http_refused",
+            reason=refusal.reason,
+            status=refusal.status,
+            method=scope.get("method"),
+            path=scope.get("path"),
+            peer=f"{client[0]}:{client[1]}" if client else None,
+            token=owner,
+        )
+        self.metrics.refused(refusal.reason)
+        code = -32001 if refusal.status in (401, 403, 421) else -32600
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": refusal.message}}
+        await _json(send, refusal.status, body, refusal.headers)
+
+    # ---------------------------------------------------------------- operators
+
+    async def _ready(self, scope: Scope, send: Send) -> None:
+        ready, backends = self._readiness()
+        body: dict[str, Any] = {"ready": ready, "config": "loaded"}
+        spec = self._spec()
+        if isinstance(authenticate(_headers(scope), self.tokens, spec), Refusal):
+            counts: dict[str, int] = {}
+            for state in backends.values():
+                counts[state] = counts.get(state, 0) + 1
+            body["backends"] = counts  # names only to those who may use them
+        else:
+            body["backends"] = dict(backends)
+        await _json(send, 200 if ready else 503, body)
+
+    async def _metrics(self, scope: Scope, send: Send) -> None:
+        checked = authenticate(_headers(scope), self.tokens, self._spec())
+        if isinstance(checked, Refusal):
+            await self.refuse(scope, send, checked, None)
+            return
+        content, media = self.metrics.render()
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", media.encode())]}
+        )
+        await send({"type": "http.response.body", "body": content})
+
+
+# ------------------------------------------------------------------- helpers
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (a repeated one: its last value)."""
+    return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", ())}
+
+
+async def _read_body(headers: Mapping[str, str], receive: Receive, limit: int) -> bytes | Refusal:
+    too_big = Refusal(413, f"Request body too large (the limit is {limit} bytes)", "body_too_large")
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return too_big
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return Refusal(400, "The client left before its body arrived", "body_incomplete")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return too_big
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """`receive` with the body read already handed out again first."""
+    pending: list[Message] = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replay() -> Message:
+        if pending:
+            return pending.pop()
+        return await receive()
+
+    return replay
+
+
+def _decode(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # the transport answers the parse error
+
+
+def _request_ids(decoded: Any) -> tuple[Any, ...]:
+    messages = decoded if isinstance(decoded, list) else [decoded]
+    return tuple(
+        m["id"]
+        for m in messages
+        if isinstance(m, dict)
+        and "method" in m
+        and isinstance(m.get("id"), str | int)
+        and not isinstance(m["id"], bool)
+    )
+
+
+async def _json(send: Send, status: int, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    raw = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers)]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": payload})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

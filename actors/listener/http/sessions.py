@@ -1,0 +1,176 @@
+"""Handshake-era HTTP sessions: one `Mcp-Session-Id`, one client connection.
+
+A POST of `initialize` without a session id opens a session: the `mcp` SDK's
+streamable-HTTP transport (POST answered as JSON or an SSE stream, the GET stream,
+DELETE, the protocol-version header) serves its HTTP side, and a `ClientConnection`
+served by the listener (kind "http") serves its MCP side, joined by a `SessionWire`.
+A session belongs to the token that opened it: the same id with another token (or
+none) is answered as an unknown session. Sessions are limited in all and per token,
+and end when idle too long, when the client deletes them, or when the front stops.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import attrs
+import structlog
+import trio
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+
+from assern.actors.listener.http.refusal import Refusal
+from assern.actors.listener.http.wire import SessionWire
+
+if TYPE_CHECKING:
+    from starlette.types import Message, Receive, Scope, Send
+
+log = structlog.get_logger()
+
+#: Serves one connection over a byte stream pair until it ends (ListenerActor.serve_connection).
+ServeConnection = Callable[[str, trio.abc.ReceiveStream, trio.abc.SendStream], Awaitable[None]]
+
+
+@attrs.frozen(kw_only=True)
+class SessionLimits:
+    total: int
+    per_token: int
+    idle_timeout: float
+
+
+@attrs.define(eq=False)
+class Session:
+    id: str
+    owner: str | None
+    transport: StreamableHTTPServerTransport
+    wire: SessionWire | None = None
+    cancel: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+
+
+class HandshakeSessions:
+    """The open handshake-era sessions of one HTTP front."""
+
+    def __init__(self, serve: ServeConnection, limits: Callable[[], SessionLimits]) -> None:
+        self._serve = serve
+        self._limits = limits
+        self.sessions: dict[str, Session] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the sessions' tasks; they all end when this is cancelled."""
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            self.sessions.clear()
+
+    def owned_by(self, owner: str | None) -> int:
+        return sum(1 for session in self.sessions.values() if session.owner == owner)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, owner: str | None) -> Refusal | None:
+        """Serve one request of the handshake era; a refusal when it may not reach a session."""
+        session_id = _header(scope, MCP_SESSION_ID_HEADER)
+        if session_id is not None:
+            session = self.sessions.get(session_id)
+            if session is None or session.owner != owner:
+                reason = "unknown_session" if session is None else "session_of_another_token"
+                return Refusal(404, "Session not found", reason)
+            await self._serve_request(session, scope, receive, send)
+            if session.transport.is_terminated:
+                self._forget(session)
+            return None
+        limits = self._limits()
+        if len(self.sessions) >= limits.total:
+            return Refusal(503, f"Too many open sessions ({limits.total})", "session_limit")
+        if self.owned_by(owner) >= limits.per_token:
+            return Refusal(
+                429, f"Too many open sessions for this token ({limits.per_token})", "token_session_limit"
+            )
+        session = await self._open(owner, limits)
+        status = await self._serve_request(session, scope, receive, send)
+        if status is None or status >= 400:
+            self._forget(session)  # nothing was established (no initialize, or refused)
+            session.cancel.cancel()
+        else:
+            log.info("http_session_opened", session=session.id[:8], token=owner)
+        return None
+
+    async def _open(self, owner: str | None, limits: SessionLimits) -> Session:
+        assert self._nursery is not None, "the sessions' nursery runs before requests are served"
+        idle = limits.idle_timeout if math.isfinite(limits.idle_timeout) else None
+        transport = StreamableHTTPServerTransport(mcp_session_id=uuid.uuid4().hex, idle_timeout=idle)
+        session = Session(id=transport.mcp_session_id or "", owner=owner, transport=transport)
+        self.sessions[session.id] = session
+        await self._nursery.start(self._run_session, session)
+        return session
+
+    async def _run_session(self, session: Session, *, task_status: trio.TaskStatus[None]) -> None:
+        with session.cancel:
+            try:
+                async with session.transport.connect() as (read, write):
+                    wire = session.wire = SessionWire(read, write)
+                    task_status.started()
+                    idle = session.transport.idle_scope or trio.CancelScope()
+                    with idle:
+                        async with trio.open_nursery() as nursery:
+                            nursery.start_soon(wire.pump_in)
+                            await self._serve("http", wire.receive_stream, wire.send_stream)
+                            nursery.cancel_scope.cancel()
+                    if idle.cancelled_caught:
+                        log.info("http_session_idle", session=session.id[:8])
+            finally:
+                self._forget(session)
+                if not session.transport.is_terminated:
+                    with trio.CancelScope(shield=True):
+                        await session.transport.terminate()
+
+    async def _serve_request(
+        self, session: Session, scope: Scope, receive: Receive, send: Send
+    ) -> int | None:
+        """Let the session's transport answer; cancel a call whose client hung up on it."""
+        status: int | None = None
+        disconnected = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        async def watching_receive() -> Message:
+            nonlocal disconnected
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                disconnected = True
+            return message
+
+        await session.transport.handle_request(scope, watching_receive, watching_send)
+        wire = session.wire
+        posted = scope.get("assern.request_ids", ())
+        if disconnected and wire is not None and posted:
+            for request_id in posted:
+                if await wire.abandon(request_id, "the HTTP client disconnected"):
+                    log.info("http_call_abandoned", session=session.id[:8], request=request_id)
+        return status
+
+    def _forget(self, session: Session) -> None:
+        if self.sessions.get(session.id) is session:
+            del self.sessions[session.id]
+
+    async def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            session.cancel.cancel()
+        await trio.lowlevel.checkpoint()
+
+
+def _header(scope: Scope, name: str) -> str | None:
+    wanted = name.lower().encode()
+    for key, value in scope.get("headers", ()):
+        if key.lower() == wanted:
+            return str(value.decode("latin-1"))
+    return None

@@ -1,0 +1,189 @@
+"""One HTTP session's messages as the newline-delimited JSON a `ClientConnection` speaks.
+
+The `mcp` SDK's streamable-HTTP transport turns POSTs, the GET stream and DELETE into
+a stream of JSON-RPC messages and back; a client connection (session.py) reads and
+writes lines. `SessionWire` joins the two: what the client posts becomes lines for the
+connection, and each line the connection writes becomes a message for the transport,
+tagged with the request it belongs to so the transport puts it on the right SSE stream:
+
+- a response or error goes to the stream of the POST that carried its request (the
+  transport routes those by id);
+- a progress notification goes to the stream of the request that gave its
+  `progressToken`;
+- anything else (log messages, list changes, resource updates and the backends'
+  server-to-client requests) goes to the client's GET stream, as the specification
+  describes for messages not tied to one request.
+
+The wire also knows which client requests are still unanswered, so the HTTP front can
+cancel the call of a client that hung up on its POST (`abandon`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+import structlog
+import trio
+from mcp.shared.message import ServerMessageMetadata, SessionMessage
+
+if TYPE_CHECKING:
+    from mcp.shared._stream_protocols import ReadStream, WriteStream
+
+log = structlog.get_logger()
+
+#: Lines that may wait for the connection before the transport's reader waits.
+INBOUND_BUFFER = 64
+
+RequestKey = str
+
+
+def request_key(request_id: types.RequestId) -> RequestKey:
+    """A request id as the transport keys its streams (ids 1 and "1" are one stream)."""
+    return str(request_id)
+
+
+class _LinesIn(trio.abc.ReceiveStream):
+    """The connection's side of the inbound lines."""
+
+    def __init__(self, channel: trio.MemoryReceiveChannel[bytes]) -> None:
+        self._channel = channel
+        self._rest = b""
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if not self._rest:
+            try:
+                self._rest = await self._channel.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return b""
+        if max_bytes is None or max_bytes >= len(self._rest):
+            data, self._rest = self._rest, b""
+        else:
+            data, self._rest = self._rest[:max_bytes], self._rest[max_bytes:]
+        return data
+
+    async def aclose(self) -> None:
+        self._channel.close()
+        await trio.lowlevel.checkpoint()
+
+
+class _LinesOut(trio.abc.SendStream):
+    """The connection's side of the outbound lines: each whole line goes to the wire."""
+
+    def __init__(self, wire: SessionWire) -> None:
+        self._wire = wire
+        self._partial = b""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        buffer = self._partial + bytes(data)
+        *lines, self._partial = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                await self._wire.deliver(line)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+class SessionWire:
+    """Carries one session's messages between the SDK transport and a connection."""
+
+    def __init__(
+        self,
+        read: ReadStream[SessionMessage | Exception],
+        write: WriteStream[SessionMessage],
+    ) -> None:
+        self._read = read
+        self._write = write
+        self._lines_send, lines_receive = trio.open_memory_channel[bytes](INBOUND_BUFFER)
+        #: the byte streams the connection reads and writes
+        self.receive_stream: trio.abc.ReceiveStream = _LinesIn(lines_receive)
+        self.send_stream: trio.abc.SendStream = _LinesOut(self)
+        #: client requests not answered yet, by key, with their id as the client sent it
+        self.unanswered: dict[RequestKey, types.RequestId] = {}
+        #: progress tokens by the key of the request that gave them
+        self._progress: dict[str, RequestKey] = {}
+
+    async def pump_in(self) -> None:
+        """Hand what the client posts to the connection, until the session ends."""
+        async with self._lines_send:
+            try:
+                async for item in self._read:
+                    if isinstance(item, Exception):
+                        log.debug("http_message_refused", error=f"{type(item).__name__}: {item}")
+                        continue
+                    await self.post(item.message)
+            except (trio.ClosedResourceError, trio.BrokenResourceError):
+                pass
+
+    async def post(self, message: types.JSONRPCMessage) -> None:
+        """One message from the client, on to the connection."""
+        if isinstance(message, types.JSONRPCRequest):
+            key = request_key(message.id)
+            self.unanswered[key] = message.id
+            token = _progress_token(message.params)
+            if token is not None:
+                self._progress[str(token)] = key
+        line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+        await self._lines_send.send(line + b"\n")
+
+    async def abandon(self, request_id: types.RequestId, reason: str) -> bool:
+        """The client hung up on `request_id` before its answer: cancel it, as a client's
+        `notifications/cancelled` would. False when it was answered already."""
+        if request_key(request_id) not in self.unanswered:
+            return False
+        note = types.JSONRPCNotification(
+            jsonrpc="2.0",
+            method="notifications/cancelled",
+            params={"requestId": request_id, "reason": reason},
+        )
+        try:
+            await self._lines_send.send(note.model_dump_json(by_alias=True).encode() + b"\n")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return False
+        return True
+
+    async def deliver(self, line: bytes) -> None:
+        """One line the connection wrote, on to the transport, on the stream it belongs to."""
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as exc:
+            log.error("http_line_unreadable", error=str(exc)[:200])
+            return
+        related: types.RequestId | None = None
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            if message.id is not None:
+                self._settle(request_key(message.id))
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/progress":
+            token = (message.params or {}).get("progressToken")
+            key = self._progress.get(str(token))
+            if key is not None:
+                related = self.unanswered.get(key)
+        metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
+        try:
+            await self._write.send(SessionMessage(message, metadata=metadata))
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            pass  # the session ended: nobody to tell
+
+    def _settle(self, key: RequestKey) -> None:
+        if self.unanswered.pop(key, None) is not None:
+            for token in [t for t, k in self._progress.items() if k == key]:
+                del self._progress[token]
+
+
+def _progress_token(params: dict[str, Any] | None) -> str | int | None:
+    meta = (params or {}).get("_meta")
+    if isinstance(meta, dict):
+        token = meta.get("progressToken")
+        if isinstance(token, str | int) and not isinstance(token, bool):
+            return token
+    return None
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes (responses the front writes itself)."""
+    return json.dumps(value, separators=(",", ":")).encode()
