@@ -15,6 +15,7 @@ from assern.app.ctl.common import Usage
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
+from assern.app.ctl.tokens import cmd_token
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         command = sub.add_parser(action, help=f"{action} one backend of the running instance")
         command.add_argument("server")
     sub.add_parser("reload", help="resolve the configuration again and apply the difference")
+    token = sub.add_parser("token", help="the HTTP front's bearer tokens: create NAME, list, revoke NAME")
+    token.add_argument("action", choices=("create", "list", "revoke"))
+    token.add_argument("name", nargs="?", help="the token's name (create, revoke)")
     sub.add_parser("shutdown", help="stop the running instance and wait until it is gone")
     for command in sub.choices.values():
         _config_options(command)
@@ -92,6 +96,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "start": cmd_server,
     "reload": cmd_reload,
     "shutdown": cmd_shutdown,
+    "token": cmd_token,
     "logs": cmd_logs,
 }
 

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +172,65 @@ def find_pids(fragment: str) -> list[int]:
             if fragment in cmdline and process_alive(int(entry.name)):
                 found.append(int(entry.name))
     return found
+
+
+@attrs.define
+class HttpFront:
+    """A running `assern serve --http … --no-stdio` and where it serves MCP."""
+
+    process: trio.Process
+    url: str
+    #: what the process wrote on stderr after the address line
+    stderr: list[str]
+
+    @property
+    def base(self) -> str:
+        return self.url.removesuffix("/mcp")
+
+
+@asynccontextmanager
+async def http_front(env: AssernEnv, config: Path, *extra: str) -> AsyncIterator[HttpFront]:
+    """Start assern with only an HTTP front on a free loopback port; stop it afterwards."""
+    command = [
+        assern_command(),
+        "serve",
+        "--config",
+        str(config),
+        "--http",
+        "127.0.0.1:0",
+        "--no-stdio",
+        *extra,
+    ]
+    process = await trio.lowlevel.open_process(
+        command, env=env.env, cwd=str(env.work), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    assert process.stderr is not None
+    buffer, lines = b"", list[str]()
+    url = None
+    with trio.fail_after(30):
+        while url is None:
+            chunk = await process.stderr.receive_some()
+            if not chunk:
+                pytest.fail(f"assern exited before serving HTTP: {buffer.decode(errors='replace')}")
+            buffer += chunk
+            found = re.search(rb"serving MCP over HTTP at (\S+)", buffer)
+            if found:
+                url = found.group(1).decode()
+    front = HttpFront(process=process, url=url, stderr=lines)
+
+    async def drain(stream: trio.abc.ReceiveStream) -> None:
+        while chunk := await stream.receive_some():
+            lines.append(chunk.decode(errors="replace"))
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(drain, process.stderr)
+            yield front
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.move_on_after(15) as waited:
+            process.terminate()
+            await process.wait()
+        if waited.cancelled_caught:
+            process.kill()
+            await process.wait()

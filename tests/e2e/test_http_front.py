@@ -1,0 +1,404 @@
+"""The HTTP front: `assern serve --http` with the official client over streamable HTTP,
+in both eras, with tokens, and against hostile requests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import mcp_types as types
+import pytest
+import trio
+from content import text_in
+from harness import AssernEnv, HttpFront, http_front, server_table
+from instances import wait_until
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from assern.actors.listener.http.tokens import TokenStore
+
+pytestmark = [
+    pytest.mark.e2e,
+    # The SDK's HTTP client leaves httpx2's response iterators to the collector when a
+    # stream ends under trio; nothing is lost, but the collector warns about each.
+    pytest.mark.filterwarnings(
+        "ignore:Exception ignored in. <async_generator object:pytest.PytestUnraisableExceptionWarning"
+    ),
+]
+
+MODES = ["legacy", "2026-07-28"]
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@asynccontextmanager
+async def authed(url: str, token: str, mode: str) -> AsyncIterator[Client]:
+    """The official client over HTTP, sending `token`."""
+    async with (
+        create_mcp_http_client(headers={"authorization": f"Bearer {token}"}) as http,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    [message] = params.messages
+    answer = types.TextContent(text=f"sampled: {text_in(message.content)}")
+    return types.CreateMessageResult(role="assistant", content=answer, model="test-model")
+
+
+def refusals(env: AssernEnv) -> list[dict[str, Any]]:
+    return [e for e in env.log_events() if e.get("event") == "http_refused"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_both_eras_list_call_and_get_progress_over_http(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, Client(front.url, mode=mode) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"alpha_echo", "alpha_progress"} <= names
+            echoed = await client.call_tool("alpha_echo", {"text": "over http"})
+            assert text_in(echoed.content[0]) == "over http"
+            steps: list[float] = []
+
+            async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+                steps.append(progress)
+
+            done = await client.call_tool("alpha_progress", {"steps": 3}, progress_callback=on_progress)
+            assert not done.is_error
+            assert steps == [1, 2, 3]
+
+
+async def test_a_backend_request_reaches_the_http_client_over_its_get_stream(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with (
+            http_front(assern_env, config) as front,
+            Client(front.url, mode="legacy", sampling_callback=sample) as client,
+        ):
+            result = await client.call_tool("alpha_ask_sampling", {"prompt": "hello"})
+            assert text_in(result.content[0]) == "sampled: hello"
+
+
+async def test_sampling_reaches_a_stateless_client_as_input_rounds(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with (
+            http_front(assern_env, config) as front,
+            Client(front.url, mode="2026-07-28", sampling_callback=sample) as client,
+        ):
+            result = await client.call_tool("alpha_ask_sampling", {"prompt": "hi"})
+            assert text_in(result.content[0]) == "sampled: hi"
+
+
+async def test_a_client_that_hangs_up_mid_call_gets_the_backend_call_cancelled(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = write_config(server_table("alpha"))
+    marker = tmp_path / "cancelled"
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front:
+            async with Client(front.url, mode="legacy") as client:
+                await client.list_tools()
+                with trio.move_on_after(1.5):
+                    await client.call_tool("alpha_wait_cancel", {"marker": str(marker)})
+            # the session ended with the client (DELETE): its call is cancelled at the backend
+            await wait_until(marker.exists)
+            assert marker.read_text() == "cancelled"
+
+
+async def test_a_dropped_post_cancels_its_call_while_the_session_lives(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = write_config(server_table("alpha"))
+    marker = tmp_path / "cancelled"
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
+            opened = await http.post(front.url, json=INIT, headers=POST_HEADERS)
+            session = opened.headers["mcp-session-id"]
+            headers = {**POST_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            assert (await http.post(front.url, json=note, headers=headers)).status_code == 202
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "alpha_wait_cancel", "arguments": {"marker": str(marker)}},
+            }
+            with trio.move_on_after(1.5):
+                async with http.stream("POST", front.url, json=call, headers=headers) as response:
+                    assert response.status_code == 200
+                    async for _ in response.aiter_bytes():
+                        pass
+            await wait_until(marker.exists)
+            # the session itself is still there
+            ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+            assert (await http.post(front.url, json=ping, headers=headers)).status_code == 200
+    assert any(e.get("event") == "http_call_abandoned" for e in assern_env.log_events())
+
+
+async def test_tokens_separate_clients_and_their_sessions(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    store = TokenStore(assern_env.assern_home / "tokens.toml")
+    first, second = store.create("first"), store.create("second")
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front:
+
+            async def use(token: str, mode: str) -> str:
+                async with authed(front.url, token, mode) as client:
+                    return text_in((await client.call_tool("alpha_echo", {"text": token[-4:]})).content[0])
+
+            async with trio.open_nursery() as nursery:
+                answers: list[str] = []
+
+                async def run(token: str, mode: str) -> None:
+                    answers.append(await use(token, mode))
+
+                nursery.start_soon(run, first, "legacy")
+                nursery.start_soon(run, second, "2026-07-28")
+            assert sorted(answers) == sorted([first[-4:], second[-4:]])
+
+            async with httpx2.AsyncClient(timeout=30) as http:
+                mine = {**POST_HEADERS, "authorization": f"Bearer {first}"}
+                opened = await http.post(front.url, json=INIT, headers=mine)
+                assert opened.status_code == 200
+                session = opened.headers["mcp-session-id"]
+                theirs = {
+                    **POST_HEADERS,
+                    "authorization": f"Bearer {second}",
+                    "mcp-session-id": session,
+                    "mcp-protocol-version": "2025-11-25",
+                }
+                ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+                assert (await http.post(front.url, json=ping, headers=theirs)).status_code == 404
+
+                # a revoked token stops working with the next request, no restart
+                store.revoke("first")
+                refused = await http.post(front.url, json=INIT, headers=mine)
+                assert refused.status_code == 401
+    events = refusals(assern_env)
+    assert {"session_of_another_token", "bad_token"} <= {e["reason"] for e in events}
+    text = (assern_env.assern_home / "logs" / "assern.log").read_text()
+    assert first not in text
+    assert second not in text
+
+
+async def hostile(front: HttpFront, token: str) -> dict[str, int]:
+    auth = {"authorization": f"Bearer {token}"}
+    statuses: dict[str, int] = {}
+    async with httpx2.AsyncClient(timeout=30) as http:
+        post = {**POST_HEADERS, **auth}
+        statuses["bad_origin"] = (
+            await http.post(front.url, json=INIT, headers={**post, "origin": "http://evil.example"})
+        ).status_code
+        statuses["bad_host"] = (
+            await http.post(front.url, json=INIT, headers={**post, "host": "evil.example:80"})
+        ).status_code
+        statuses["no_token"] = (await http.post(front.url, json=INIT, headers=POST_HEADERS)).status_code
+        statuses["bad_token"] = (
+            await http.post(
+                front.url, json=INIT, headers={**POST_HEADERS, "authorization": "Bearer asn_nope"}
+            )
+        ).status_code
+        statuses["oversized"] = (
+            await http.post(front.url, content=b'{"pad":"' + b"x" * 70_000 + b'"}', headers=post)
+        ).status_code
+        statuses["invalid_json"] = (
+            await http.post(front.url, content=b"{not json", headers=post)
+        ).status_code
+        statuses["unknown_session"] = (
+            await http.post(
+                front.url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                headers={**post, "mcp-session-id": "0" * 32, "mcp-protocol-version": "2025-11-25"},
+            )
+        ).status_code
+        statuses["wrong_path"] = (await http.get(front.base + "/other", headers=auth)).status_code
+        # after all that, a proper client still works
+        statuses["good"] = (await http.post(front.url, json=INIT, headers=post)).status_code
+    return statuses
+
+
+async def test_hostile_requests_get_clear_errors_and_harm_nothing(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    token = TokenStore(assern_env.assern_home / "tokens.toml").create("ci")
+    config = write_config(server_table("alpha") + "[listen]\nmax_body_bytes = 65536\n")
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front:
+            statuses = await hostile(front, token)
+            async with authed(front.url, token, "legacy") as client:
+                echoed = await client.call_tool("alpha_echo", {"text": "still fine"})
+                assert text_in(echoed.content[0]) == "still fine"
+    assert statuses == {
+        "bad_origin": 403,
+        "bad_host": 421,
+        "no_token": 401,
+        "bad_token": 401,
+        "oversized": 413,
+        "invalid_json": 400,
+        "unknown_session": 404,
+        "wrong_path": 404,
+        "good": 200,
+    }
+    reasons = {e["reason"] for e in refusals(assern_env)}
+    assert {"bad_origin", "bad_host", "no_token", "bad_token", "body_too_large", "unknown_session"} <= reasons
+    assert token not in (assern_env.assern_home / "logs" / "assern.log").read_text()
+
+
+async def test_session_limits_per_token_are_clear_errors(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha") + "[listen]\nmax_sessions_per_token = 2\n")
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
+            codes = [
+                (await http.post(front.url, json=INIT, headers=POST_HEADERS)).status_code for _ in range(3)
+            ]
+            assert codes == [200, 200, 429]
+            body = (await http.post(front.url, json=INIT, headers=POST_HEADERS)).json()
+            assert "Too many open sessions for this token (2)" in body["error"]["message"]
+
+
+async def until_ready(http: httpx2.AsyncClient, front: HttpFront) -> dict[str, Any]:
+    """/readyz once it says ready (503 while the first backends start)."""
+    with trio.fail_after(30):
+        while (ready := await http.get(front.base + "/readyz")).status_code != 200:
+            assert ready.status_code == 503
+            assert ready.json()["ready"] is False
+            await trio.sleep(0.1)
+    body: dict[str, Any] = ready.json()
+    assert body["ready"] is True
+    return body
+
+
+async def test_operators_endpoints(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> None:
+    config = write_config(server_table("alpha") + server_table("beta"))
+    with trio.fail_after(60):
+        async with (
+            http_front(assern_env, config) as front,
+            Client(front.url, mode="legacy") as client,
+            httpx2.AsyncClient(timeout=30) as http,
+        ):
+            await client.call_tool("alpha_echo", {"text": "counted"})
+            assert (await http.get(front.base + "/healthz")).json() == {"status": "alive"}
+            ready = await until_ready(http, front)
+            assert ready["backends"] == {"alpha": "ready", "beta": "ready"}
+            metrics = (await http.get(front.base + "/metrics")).text
+    assert 'assern_backend_up{server="alpha"} 1.0' in metrics
+    assert 'assern_calls_total{outcome="ok",server="alpha",tool="echo"} 1.0' in metrics
+    assert 'assern_call_duration_seconds_count{server="alpha",tool="echo"} 1.0' in metrics
+    assert 'assern_http_requests_total{era="handshake"}' in metrics
+    assert 'assern_clients{kind="http"} 1.0' in metrics
+
+
+async def test_readyz_names_backends_only_to_token_holders(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    token = TokenStore(assern_env.assern_home / "tokens.toml").create("ops")
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
+            anonymous = await until_ready(http, front)
+            assert anonymous["backends"] == {"ready": 1}
+            named = await http.get(front.base + "/readyz", headers={"authorization": f"Bearer {token}"})
+            assert named.json()["backends"] == {"alpha": "ready"}
+            assert (await http.get(front.base + "/metrics")).status_code == 401
+
+
+async def test_a_taken_port_or_an_unsafe_address_is_a_clear_start_error(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha") + '[listen]\nauth = "none"\n')
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front:
+            port = front.url.split(":")[2].split("/")[0]
+            result = await trio.run_process(
+                [assern_env.params().command, "serve", "--config", str(config), "--http", port, "--no-stdio"],
+                env=assern_env.env,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            assert result.returncode == 2
+            assert f"cannot serve HTTP on 127.0.0.1:{port}" in result.stderr.decode()
+        unsafe = await trio.run_process(
+            [
+                assern_env.params().command,
+                "serve",
+                "--config",
+                str(config),
+                "--http",
+                "0.0.0.0:0",
+                "--no-stdio",
+            ],
+            env=assern_env.env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+        assert unsafe.returncode == 2
+        assert "without authentication is refused" in unsafe.stderr.decode()
+
+
+def test_assernctl_token_commands(assern_env: AssernEnv) -> None:
+    import subprocess
+    import sys
+
+    ctl = str(Path(sys.executable).with_name("assernctl"))
+    created = subprocess.run(
+        [ctl, "token", "create", "laptop"], env=assern_env.env, capture_output=True, text=True
+    )
+    assert created.returncode == 0, created.stderr
+    token = created.stdout.strip()
+    assert token.startswith("asn_")
+    assert len(token) > 40
+    path = assern_env.assern_home / "tokens.toml"
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert token not in path.read_text()
+    listed = subprocess.run(
+        [ctl, "token", "list", "--json"], env=assern_env.env, capture_output=True, text=True
+    )
+    [entry] = json.loads(listed.stdout)
+    assert entry["name"] == "laptop"
+    assert token.startswith(entry["starts"])
+    again = subprocess.run(
+        [ctl, "token", "create", "laptop"], env=assern_env.env, capture_output=True, text=True
+    )
+    assert again.returncode == 1
+    assert "exists" in again.stderr
+    revoked = subprocess.run(
+        [ctl, "token", "revoke", "laptop"], env=assern_env.env, capture_output=True, text=True
+    )
+    assert revoked.returncode == 0
+    assert (
+        json.loads(
+            subprocess.run(
+                [ctl, "token", "list", "--json"], env=assern_env.env, capture_output=True, text=True
+            ).stdout
+        )
+        == []
+    )
