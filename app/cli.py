@@ -137,13 +137,14 @@ def _proxy(args: argparse.Namespace, elected: Proxy) -> int:
 def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket | int | None:
     """The HTTP front's bound socket when this start serves HTTP (None when it does not;
     an exit status after printing why it cannot)."""
+    given = getattr(args, "http", None)
+    if given is None and (args.command != "daemon" or config.listen.http is None):
+        return None  # `assern serve` opens a port only when asked to: `--http`
+    # Imported only now: a start without HTTP never loads the HTTP stack.
     from assern.actors.config.listen import BindError, listen_problems, parse_bind
     from assern.actors.listener.http.server import BindFailed, bind_socket
     from assern.app.tree import HttpSocket
 
-    given = getattr(args, "http", None)
-    if given is None and (args.command == "serve" or config.listen.http is None):
-        return None  # `assern serve` opens a port only when asked to: `--http`
     try:
         bind = parse_bind(given) if given else config.listen.http
     except BindError as exc:
@@ -177,7 +178,7 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
     http = _http_front(args, config)
     if isinstance(http, int):
         return http
-    if args.no_stdio:
+    if getattr(args, "no_stdio", False):
         if http is None:
             print("assern serve: --no-stdio leaves nothing to serve without --http", file=sys.stderr)
             return 2

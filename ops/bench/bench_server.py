@@ -1,6 +1,10 @@
 """A fast MCP server for benchmarks: `echo`, `sleep` and cheap numbered tools, over stdio.
 
     python ops/bench/bench_server.py --tools 10 --name b01
+    python ops/bench/bench_server.py --http 8765      # streamable HTTP at /mcp instead
+
+Over HTTP it is the SDK's own streamable-HTTP app under hypercorn's trio worker (the
+direct connection HTTP benchmarks compare with); it prints `ready PORT` on stderr.
 
 `--tools N` is the total number of tools (`echo`, `sleep`, then `tool_01` …); `--name` is
 the server name it reports at initialize (so name hooks such as ClientSessionGroup's can
@@ -62,9 +66,29 @@ async def main(tool_count: int, name: str) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+async def main_http(tool_count: int, name: str, port: int) -> None:
+    import sys
+
+    import trio
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    app = build(tool_count, name).streamable_http_app()
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(serve, app, config)
+        print(f"ready {binds[0].rsplit(':', 1)[1]}", file=sys.stderr, flush=True)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--tools", type=int, default=10, help="total number of tools (at least 2)")
     parser.add_argument("--name", default="bench", help="server name reported at initialize")
+    parser.add_argument("--http", type=int, help="serve streamable HTTP on this loopback port (0: any)")
     args = parser.parse_args()
-    anyio.run(main, max(2, args.tools), args.name, backend="trio")
+    if args.http is not None:
+        anyio.run(main_http, max(2, args.tools), args.name, args.http, backend="trio")
+    else:
+        anyio.run(main, max(2, args.tools), args.name, backend="trio")

@@ -1,6 +1,7 @@
 """FastMCP's proxy as a user would build an aggregator with it, over stdio.
 
     .peers/fastmcp/bin/python fastmcp_hub.py backends.json
+    .peers/fastmcp/bin/python fastmcp_hub.py backends.json --http PORT   # streamable HTTP at /mcp
 
 One `FastMCP` server that mounts `create_proxy(...)` of every backend in an `mcpServers`
 file under the backend's name as namespace (tools become `NAME_TOOL`). Runs in the
@@ -26,4 +27,10 @@ def build(config_path: Path) -> FastMCP:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1])).run(show_banner=False)
+    hub = build(Path(sys.argv[1]))
+    if sys.argv[2:3] == ["--http"]:
+        hub.run(
+            transport="http", host="127.0.0.1", port=int(sys.argv[3]), show_banner=False, log_level="warning"
+        )
+    else:
+        hub.run(show_banner=False)

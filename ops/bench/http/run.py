@@ -1,0 +1,183 @@
+"""HTTP per-call overhead and throughput: assern's HTTP front next to a direct HTTP
+connection to the backend and next to FastMCP's proxy served over HTTP, in one run.
+
+    .venv/bin/python ops/bench/http/run.py                 # ~2 minutes on 2 cores
+    .venv/bin/python ops/bench/http/run.py --smoke         # a few calls per path
+    .venv/bin/python ops/bench/http/run.py --json out.json
+
+Every path is driven by the official `mcp` client over streamable HTTP, calling the
+bench server's `echo`:
+
+- direct: the bench server itself over HTTP (the SDK's streamable-HTTP app under
+  hypercorn's trio worker);
+- assern: `assern serve --http 0 --no-stdio` with the bench server as its stdio
+  backend, in both protocol eras;
+- assern → http: assern with the direct server as a streamable-HTTP backend;
+- fastmcp: FastMCP's proxy of the same stdio backend, run over HTTP (in its own
+  virtualenv, set up on the first run as ops/bench/run.py does).
+
+Per-call figures come from alternating blocks (direct, then the path), so drift hits
+both; throughput is 8 concurrent callers for a fixed window, alternating too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import trio
+from mcp import Client
+
+HERE = Path(__file__).resolve().parent
+BENCH = HERE.parent
+sys.path.insert(0, str(BENCH))
+
+from measure import Caller, CallFailed, per_call, throughput  # noqa: E402
+from peers import BENCH_SERVER, FASTMCP, FASTMCP_HUB, base_env, setup_peer  # noqa: E402
+
+
+@asynccontextmanager
+async def process(
+    argv: list[str], env: dict[str, str], ready: bytes
+) -> AsyncIterator[tuple[trio.Process, str]]:
+    """Start `argv`; yield it and the stderr line matching `ready` once seen."""
+    proc = await trio.lowlevel.open_process(argv, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    buffer = b""
+    try:
+        with trio.fail_after(60):
+            while (found := re.search(ready, buffer)) is None:
+                chunk = await proc.stderr.receive_some()
+                if not chunk:
+                    raise RuntimeError(f"{argv[0]} exited: {buffer.decode(errors='replace')[-500:]}")
+                buffer += chunk
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_drain, proc.stderr)
+            yield proc, found.group(1).decode()
+            nursery.cancel_scope.cancel()
+    finally:
+        proc.terminate()
+        with trio.move_on_after(10):
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def _drain(stream: trio.abc.ReceiveStream) -> None:
+    while await stream.receive_some():
+        pass
+
+
+def caller(client: Client, prefix: str) -> Caller:
+    async def call(_backend: int, tool: str, arguments: dict[str, Any]) -> None:
+        result = await client.call_tool(prefix + tool, arguments)
+        if result.is_error:
+            raise CallFailed(str(result.content)[:200])
+
+    return call
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    env = base_env()
+    blocks, block, warmup, budget = (2, 20, 10, 5.0) if args.smoke else (10, 200, 100, 40.0)
+    window, rounds = (0.5, 1) if args.smoke else (3.0, 2)
+    backend_args = [sys.executable, str(BENCH_SERVER), "--tools", "10", "--name", "b01"]
+    results: dict[str, Any] = {}
+    async with process([*backend_args, "--http", "0"], env, rb"ready (\d+)") as (_, port):
+        direct_url = f"http://127.0.0.1:{port}/mcp"
+        stdio_config = work / "stdio.toml"
+        stdio_config.write_text(
+            "[servers.b01]\n"
+            f"command = {json.dumps(sys.executable)}\n"
+            f"args = {json.dumps([str(BENCH_SERVER), '--tools', '10', '--name', 'b01'])}\n"
+        )
+        http_config = work / "http.toml"
+        http_config.write_text(f'[servers.b01]\nurl = "{direct_url}"\n')
+        assern = str(Path(sys.executable).with_name("assern"))
+        assern_env = env | {"ASSERN_HOME": str(work / "assern-home"), "ASSERN_NO_INSTANCE_SHARING": "1"}
+        paths: list[tuple[str, list[str], dict[str, str], bytes, str]] = []
+        for era in ("legacy", "2026-07-28"):
+            argv = [assern, "serve", "--config", str(stdio_config), "--http", "0", "--no-stdio"]
+            paths.append((f"assern ({era})", argv, assern_env, rb"at (http://\S+)", era))
+        argv = [assern, "serve", "--config", str(http_config), "--http", "0", "--no-stdio"]
+        paths.append(("assern -> http backend (legacy)", argv, assern_env, rb"at (http://\S+)", "legacy"))
+        if not args.no_peers:
+            usable, note = (
+                setup_peer(FASTMCP.peer, work / "fastmcp-setup.log") if FASTMCP.peer else (False, "")
+            )
+            print(f"fastmcp: {note}", file=sys.stderr)
+            if usable and FASTMCP.peer is not None:
+                servers = work / "backends.json"
+                servers.write_text(
+                    json.dumps({"mcpServers": {"b01": {"command": sys.executable, "args": backend_args[1:]}}})
+                )
+                hub_port = free_port()
+                argv = [
+                    str(FASTMCP.peer.venv / "bin" / "python"),
+                    str(FASTMCP_HUB),
+                    str(servers),
+                    "--http",
+                    str(hub_port),
+                ]
+                paths.append(
+                    (
+                        "fastmcp proxy (legacy)",
+                        argv,
+                        env,
+                        rb"(Uvicorn running|Application startup complete|Starting MCP server)",
+                        "legacy",
+                    )
+                )
+        for name, argv, penv, ready, era in paths:
+            async with process(argv, penv, ready) as (_, found):
+                url = found if found.startswith("http") else f"http://127.0.0.1:{argv[-1]}/mcp"
+                async with Client(direct_url, mode=era) as direct, Client(url, mode=era) as through:
+                    d, t = caller(direct, ""), caller(through, "b01_")
+                    figures = await per_call(d, t, blocks, block, warmup, budget)
+                    figures["throughput"] = await throughput(d, t, 1, 8, window, rounds)
+                results[name] = figures
+                print(
+                    f"{name:34} direct {figures['direct']['median_ms']:.3f} ms, through "
+                    f"{figures['through']['median_ms']:.3f} ms (p99 {figures['through']['p99_ms']:.3f}); "
+                    f"overhead {figures['overhead_median_us'] / 1000:.3f} ms median; "
+                    f"{figures['throughput']['through']['calls_per_s']:.0f} calls/s "
+                    f"(direct {figures['throughput']['direct']['calls_per_s']:.0f})",
+                    flush=True,
+                )
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true", help="a few calls per path")
+    parser.add_argument("--no-peers", action="store_true", help="assern and direct only")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="assern-http-bench-") as folder:
+        results = trio.run(measure, args, Path(folder))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
