@@ -17,6 +17,7 @@ from content import text_in
 from harness import AssernEnv, HttpFront, http_front, server_table
 from instances import wait_until
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -402,3 +403,35 @@ def test_assernctl_token_commands(assern_env: AssernEnv) -> None:
         )
         == []
     )
+
+
+async def test_legacy_sse_clients_when_enabled(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    token = TokenStore(assern_env.assern_home / "tokens.toml").create("old")
+    config = write_config(server_table("alpha") + "[listen]\nlegacy_sse = true\n")
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front:
+            auth = {"authorization": f"Bearer {token}"}
+            async with Client(
+                sse_client(front.base + "/sse", headers=auth), mode="legacy", sampling_callback=sample
+            ) as client:
+                echoed = await client.call_tool("alpha_echo", {"text": "over sse"})
+                assert text_in(echoed.content[0]) == "over sse"
+                sampled = await client.call_tool("alpha_ask_sampling", {"prompt": "old"})
+                assert text_in(sampled.content[0]) == "sampled: old"
+            async with httpx2.AsyncClient(timeout=30) as http:
+                assert (await http.get(front.base + "/sse")).status_code == 401
+                posted = await http.post(
+                    front.base + "/messages/?session_id=" + "0" * 32, json=INIT, headers=auth
+                )
+                assert posted.status_code == 404
+
+
+async def test_legacy_sse_is_off_unless_enabled(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
+            assert (await http.get(front.base + "/sse")).status_code == 404

@@ -1,4 +1,5 @@
-"""The HTTP front's ASGI application: `/mcp`, `/healthz`, `/readyz` and `/metrics`.
+"""The HTTP front's ASGI application: `/mcp`, `/healthz`, `/readyz` and `/metrics`
+(and, with `[listen] legacy_sse`, `/sse` and `/messages/` of the 2024-11-05 transport).
 
 Every request to `/mcp` passes the checks (checks.py: Host, Origin, token) and the body
 limit first; a refusal is answered with its status and a JSON-RPC error body, and
@@ -19,6 +20,7 @@ import structlog
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from assern.actors.listener.http.checks import authenticate, check_host_origin
+from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
 from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.protocol import modern_client_name
 
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from starlette.types import Message, Receive, Scope, Send
 
     from assern.actors.config.listen import Bind, ListenSpec
+    from assern.actors.listener.http.legacy_sse import LegacySse
     from assern.actors.listener.http.metrics import Metrics
     from assern.actors.listener.http.sessions import HandshakeSessions
     from assern.actors.listener.http.stateless import StatelessClients
@@ -51,8 +54,10 @@ class HttpApp:
         stateless: StatelessClients,
         readiness: Readiness,
         metrics: Metrics,
+        legacy: LegacySse | None = None,
     ) -> None:
         self.bind = bind
+        self.legacy = legacy
         self._spec = spec
         self.tokens = tokens
         self.sessions = sessions
@@ -70,6 +75,8 @@ class HttpApp:
         path = scope["path"].rstrip("/") or "/"
         if path == MCP_PATH:
             await self._mcp(scope, receive, send)
+        elif path in (SSE_PATH, MESSAGES_PATH) and self.legacy is not None and self._spec().legacy_sse:
+            await self._legacy(path, scope, receive, send)
         elif path == "/healthz":
             await _json(send, 200, {"status": "alive"})
         elif path == "/readyz":
@@ -81,17 +88,45 @@ class HttpApp:
 
     # ----------------------------------------------------------------------- MCP
 
-    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def _check(self, scope: Scope) -> tuple[str | None, Refusal | None]:
+        """The request's token name, or why it is refused (Host, Origin, token)."""
         spec = self._spec()
         headers = _headers(scope)
         refusal = check_host_origin(headers, self.bind, spec)
-        owner: str | None = None
-        if refusal is None:
-            checked = authenticate(headers, self.tokens, spec)
-            if isinstance(checked, Refusal):
-                refusal = checked
+        if refusal is not None:
+            return None, refusal
+        checked = authenticate(headers, self.tokens, spec)
+        if isinstance(checked, Refusal):
+            return None, checked
+        return checked, None
+
+    async def _legacy(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.legacy is not None
+        owner, refusal = self._check(scope)
+        wanted = "GET" if path == SSE_PATH else "POST"
+        if refusal is None and scope["method"] != wanted:
+            refusal = Refusal(
+                405, f"{scope['method']} is not served at {path}", "bad_method", (("allow", wanted),)
+            )
+        if refusal is None and wanted == "POST":
+            read = await _read_body(_headers(scope), receive, self._spec().max_body_bytes)
+            if isinstance(read, Refusal):
+                refusal = read
             else:
-                owner = checked
+                receive = _replaying(read, receive)
+        if refusal is not None:
+            await self.refuse(scope, send, refusal, owner)
+            return
+        with self.metrics.request(modern=False):
+            if wanted == "GET":
+                await self.legacy.stream(scope, receive, send, owner)
+            else:
+                await self.legacy.post(scope, receive, send, owner)
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        spec = self._spec()
+        headers = _headers(scope)
+        owner, refusal = self._check(scope)
         if refusal is None and scope["method"] not in ("POST", "GET", "DELETE"):
             refusal = Refusal(
                 405,

@@ -24,6 +24,7 @@ from hypercorn.trio.run import worker_serve
 from assern.actors.backend.status import BackendStatus
 from assern.actors.config.listen import Bind, ListenSpec
 from assern.actors.listener.http.app import HttpApp, Readiness
+from assern.actors.listener.http.legacy_sse import LegacySse
 from assern.actors.listener.http.metrics import Metrics
 from assern.actors.listener.http.sessions import HandshakeSessions, ServeConnection, SessionLimits
 from assern.actors.listener.http.stateless import HostModern, StatelessClients
@@ -145,6 +146,7 @@ async def serve_http(
         stateless=stateless,
         readiness=parts.readiness,
         metrics=Metrics(parts.backends, parts.stats, parts.clients),
+        legacy=LegacySse(parts.serve_connection),
     )
     config = _config(spec)
     sock = listen.sock.dup()
