@@ -144,6 +144,8 @@ class Tree:
         self.settled = trio.Event()
         self.stopped = trio.Event()
         self._cancel = trio.CancelScope()
+        #: an HTTP front is draining before the tree stops (see `shutdown`)
+        self._draining = False
 
         self.config_send, config_recv = open_mailbox[ConfigMsg](4)
         self.backends_send, backends_recv = open_mailbox[BackendsMsg](1)
@@ -275,10 +277,22 @@ class Tree:
         """Stop the whole tree (graceful: every backend gets its stop ladder).
 
         A primary first withdraws its sockets, so no new client reaches a stopping tree.
+        An HTTP front first drains: it takes no new connection, its open requests get
+        `[listen] graceful_timeout` seconds (the backends still serve them), then the
+        tree stops.
         """
         if self.hosting is not None:
             self.hosting.primary.withdraw()
-        self._cancel.cancel()
+        if self.listener.http is None or self.listener.http_stopped.is_set() or self._draining:
+            self._cancel.cancel()
+            return
+        self._draining = True
+        log.info("http_draining", graceful_timeout=self.config.value.listen.graceful_timeout)
+        self.listener.stop_http()
+        # Whatever happens to the drain, the tree stops a little after its deadline.
+        self._cancel.deadline = min(
+            self._cancel.deadline, trio.current_time() + self.config.value.listen.graceful_timeout + 2.0
+        )
 
     def reload(self, reason: str = "requested") -> None:
         try:
@@ -306,6 +320,13 @@ class Tree:
                     return error
                 await trio.sleep(0.02)
         return f"the reload did not finish within {limit:g} s"
+
+    async def _stop_after_drain(self) -> None:
+        """Stop the tree once a draining HTTP front has stopped."""
+        await self.listener.http_stopped.wait()
+        if self._draining:
+            log.info("http_drained")
+            self._cancel.cancel()
 
     async def _signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -350,6 +371,7 @@ class Tree:
                     async with trio.open_nursery() as nursery:
                         if self.handle_signals:
                             nursery.start_soon(self._signals)
+                        nursery.start_soon(self._stop_after_drain)
                         async with open_supervisor(
                             SupervisorSpec(strategy=Strategy.REST_FOR_ONE, intensity=5, period=30.0),
                             self._children(),

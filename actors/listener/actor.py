@@ -155,6 +155,12 @@ class ListenerActor:
         self._socket_clients = 0
         self._clients_changed = trio.Event()
         self._nursery: trio.Nursery | None = None
+        #: set to stop the HTTP front gracefully (see `stop_http`)
+        self._http_stop = trio.Event()
+        #: set once the HTTP front stopped (or at once when there is none)
+        self.http_stopped = trio.Event()
+        if http is None:
+            self.http_stopped.set()
 
     # ------------------------------------------------------------------ running
 
@@ -240,7 +246,16 @@ class ListenerActor:
             stats=self.shared.stats,
             clients=self._client_counts,
         )
-        await serve_http(http, parts, trio.sleep_forever, task_status=task_status)
+        try:
+            await serve_http(http, parts, self._http_stop.wait, task_status=task_status)
+        finally:
+            if self._http_stop.is_set():
+                self.http_stopped.set()
+
+    def stop_http(self) -> None:
+        """Stop the HTTP front gracefully: no new connections; open requests get its
+        `graceful_timeout`, then its sessions end (`http_stopped` is set then)."""
+        self._http_stop.set()
 
     def _readiness(self) -> tuple[bool, dict[str, str]]:
         """Ready once the configuration is loaded and the first backends settled."""

@@ -435,3 +435,27 @@ async def test_legacy_sse_is_off_unless_enabled(
     with trio.fail_after(60):
         async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
             assert (await http.get(front.base + "/sse")).status_code == 404
+
+
+async def test_sigterm_drains_open_calls_before_stopping(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha") + "[listen]\ngraceful_timeout = 3\n")
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, Client(front.url, mode="2026-07-28") as client:
+            await client.list_tools()
+            answers: list[str] = []
+
+            async def slow_call() -> None:
+                result = await client.call_tool("alpha_slow", {"seconds": 1.5})
+                answers.append(text_in(result.content[0]))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow_call)
+                await trio.sleep(0.5)
+                front.process.terminate()
+            assert len(answers) == 1  # the call that was open when SIGTERM came was answered
+            await front.process.wait()
+            assert front.process.returncode == 0
+    events = [e["event"] for e in assern_env.log_events()]
+    assert events.index("http_draining") < events.index("http_drained") < events.index("assern_stopped")
