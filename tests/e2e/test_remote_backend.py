@@ -25,12 +25,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def test_a_streamable_http_backend_is_aggregated_with_its_headers(
-    assern_env: AssernEnv, write_config: Callable[[str], Path]
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+async def test_a_remote_backend_is_aggregated_with_its_headers(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], transport: str
 ) -> None:
     port = free_port()
+    flags = ["--sse"] if transport == "sse" else []
     remote = await trio.lowlevel.open_process(
-        [sys.executable, str(HTTP_SERVER), "--port", str(port)], stderr=subprocess.PIPE
+        [sys.executable, str(HTTP_SERVER), "--port", str(port), *flags], stderr=subprocess.PIPE
     )
     try:
         with trio.fail_after(30):
@@ -40,9 +42,11 @@ async def test_a_streamable_http_backend_is_aggregated_with_its_headers(
                 chunk = await remote.stderr.receive_some(1024)
                 assert chunk, "the HTTP test server exited before it was ready"
                 seen += chunk
+        path = "/sse" if transport == "sse" else "/mcp"
         config = write_config(
             "[servers.remote]\n"
-            f'url = "http://127.0.0.1:{port}/mcp"\n'
+            f'url = "http://127.0.0.1:{port}{path}"\n'
+            f'transport = "{transport}"\n'
             'headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }\n'
         )
         assern_env.env["REMOTE_TOKEN"] = "s3cret-token"

@@ -1,11 +1,12 @@
 """A small MCP server over streamable HTTP, for assern's remote-backend tests.
 
     python tests/servers/http_server.py --port 8765
+    python tests/servers/http_server.py --port 8765 --sse   # the 2024-11-05 SSE transport
 
-Serves http://127.0.0.1:PORT/mcp. Tools: `echo(text)` -> exactly `text`; `whoami()` -> the
-Authorization header of the request that called it (or `<none>`). It runs uvicorn in its
-own process (uvicorn is asyncio's; assern itself never runs it) and prints `ready` on
-stderr once it listens.
+Serves http://127.0.0.1:PORT/mcp (with `--sse`: GET /sse, POST /messages/). Tools:
+`echo(text)` -> exactly `text`; `whoami()` -> the Authorization header of the request
+that called it (or `<none>`). It runs uvicorn in its own process (uvicorn is asyncio's;
+assern itself never runs it) and prints `ready` on stderr once it listens.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import mcp_types as types
 import uvicorn
 from mcp.server.lowlevel.server import Server
+from mcp.server.sse import SseServerTransport
 
 TOOLS = [
     types.Tool(
@@ -45,12 +47,35 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
+def sse_app(server: Server[Any]) -> Any:
+    """The server over the 2024-11-05 HTTP+SSE transport, as a Starlette app."""
+    from starlette.applications import Starlette
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    transport = SseServerTransport("/messages/")
+
+    async def stream(request: Any) -> Response:
+        async with transport.connect_sse(request.scope, request.receive, request._send) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        return Response()
+
+    return Starlette(
+        routes=[
+            Route("/sse", stream, methods=["GET"]),
+            Mount("/messages/", app=transport.handle_post_message),
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    port = parser.parse_args().port
+    parser.add_argument("--sse", action="store_true", help="serve the HTTP+SSE transport instead")
+    options = parser.parse_args()
+    port = options.port
     server = Server("remote", on_list_tools=list_tools, on_call_tool=call_tool)
-    app = server.streamable_http_app()
+    app = sse_app(server) if options.sse else server.streamable_http_app()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     instance = uvicorn.Server(config)
     original_startup = instance.startup
