@@ -45,15 +45,33 @@ from measure import Caller, CallFailed, per_call, throughput  # noqa: E402
 from peers import BENCH_SERVER, FASTMCP, FASTMCP_HUB, base_env, setup_peer  # noqa: E402
 
 
+async def until_listening(port: int, limit: float = 60.0) -> None:
+    """Wait until something accepts connections on the loopback `port`."""
+    with trio.fail_after(limit):
+        while True:
+            try:
+                stream = await trio.open_tcp_stream("127.0.0.1", port)
+            except OSError:
+                await trio.sleep(0.1)
+                continue
+            await stream.aclose()
+            return
+
+
 @asynccontextmanager
 async def process(
     argv: list[str], env: dict[str, str], ready: bytes
 ) -> AsyncIterator[tuple[trio.Process, str]]:
-    """Start `argv`; yield it and the stderr line matching `ready` once seen."""
+    """Start `argv`; yield it and group 1 of `ready` once its stderr matches it (a port
+    number instead: once that port accepts connections, and its /mcp URL)."""
     proc = await trio.lowlevel.open_process(argv, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     buffer = b""
     try:
+        if ready.isdigit():  # a port: ready once it accepts connections
+            await until_listening(int(ready))
+            buffer = b"http://127.0.0.1:" + ready + b"/mcp"
+            ready = rb"(http://\S+)"
         with trio.fail_after(60):
             while (found := re.search(ready, buffer)) is None:
                 chunk = await proc.stderr.receive_some()
@@ -142,13 +160,13 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         "fastmcp proxy (legacy)",
                         argv,
                         env,
-                        rb"(Uvicorn running|Application startup complete|Starting MCP server)",
+                        str(hub_port).encode(),
                         "legacy",
                     )
                 )
         for name, argv, penv, ready, era in paths:
             async with process(argv, penv, ready) as (_, found):
-                url = found if found.startswith("http") else f"http://127.0.0.1:{argv[-1]}/mcp"
+                url = found
                 async with Client(direct_url, mode=era) as direct, Client(url, mode=era) as through:
                     d, t = caller(direct, ""), caller(through, "b01_")
                     figures = await per_call(d, t, blocks, block, warmup, budget)
