@@ -105,8 +105,8 @@ class HttpSocket:
     bind: Bind
 
     def address(self) -> str:
-        host = f"[{self.bind.host}]" if ":" in self.bind.host else self.bind.host
-        return f"{host}:{self.sock.getsockname()[1]}"
+        """HOST:PORT as bound (the port chosen when 0 was asked for)."""
+        return str(attrs.evolve(self.bind, port=self.sock.getsockname()[1]))
 
 
 class Tree:

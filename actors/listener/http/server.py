@@ -83,8 +83,7 @@ class HttpListen:
 
     def url(self) -> str:
         scheme = "https" if self.spec().tls else "http"
-        host = f"[{self.bind.host}]" if ":" in self.bind.host else self.bind.host
-        return f"{scheme}://{host}:{self.port}/mcp"
+        return f"{scheme}://{attrs.evolve(self.bind, port=self.port)}/mcp"
 
 
 @attrs.frozen(kw_only=True, eq=False)
