@@ -157,8 +157,10 @@ def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket 
         )
         return 2
     spec = attrs.evolve(config.listen, http=bind)
-    for key, problem in listen_problems(spec):
+    problems = listen_problems(spec)
+    for key, problem in problems:
         print(f"assern: [listen] {key}: {problem}", file=sys.stderr)
+    if problems:
         return 2
     try:
         sock = bind_socket(bind)

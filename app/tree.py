@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
     import mcp_types as types
 
+    from assern.actors.config.listen import ListenSpec
     from assern.actors.config.spec import ResolvedConfig
     from assern.actors.listener.http.server import HttpListen
     from assern.actors.search.semantic import Semantic
@@ -215,9 +216,17 @@ class Tree:
         from assern.actors.listener.http.server import HttpListen
 
         bind = http.bind
-        return HttpListen(
-            sock=http.sock, bind=bind, spec=lambda: attrs.evolve(self.config.value.listen, http=bind)
-        )
+        made: list[tuple[ListenSpec, ListenSpec]] = []  # the last [listen] and its spec
+
+        def spec() -> ListenSpec:
+            """The current `[listen]` with the address actually served (read per request:
+            made again only when a reload changed it)."""
+            listen = self.config.value.listen
+            if not made or made[0][0] is not listen:
+                made[:] = [(listen, attrs.evolve(listen, http=bind))]
+            return made[0][1]
+
+        return HttpListen(sock=http.sock, bind=bind, spec=spec)
 
     def _socket_service(self, hosting: Hosting) -> SocketService:
         primary = hosting.primary

@@ -16,8 +16,11 @@ import json
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import structlog
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.types import Receive
 
 from assern.actors.listener.http.checks import authenticate, check_host_origin
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
@@ -25,7 +28,7 @@ from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.protocol import modern_client_name
 
 if TYPE_CHECKING:
-    from starlette.types import Message, Receive, Scope, Send
+    from starlette.types import Message, Scope, Send
 
     from assern.actors.config.listen import Bind, ListenSpec
     from assern.actors.listener.http.legacy_sse import LegacySse
@@ -88,10 +91,9 @@ class HttpApp:
 
     # ----------------------------------------------------------------------- MCP
 
-    def _check(self, scope: Scope) -> tuple[str | None, Refusal | None]:
+    def _check(self, headers: Mapping[str, str]) -> tuple[str | None, Refusal | None]:
         """The request's token name, or why it is refused (Host, Origin, token)."""
         spec = self._spec()
-        headers = _headers(scope)
         refusal = check_host_origin(headers, self.bind, spec)
         if refusal is not None:
             return None, refusal
@@ -100,60 +102,65 @@ class HttpApp:
             return None, checked
         return checked, None
 
-    async def _legacy(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
-        assert self.legacy is not None
-        owner, refusal = self._check(scope)
-        wanted = "GET" if path == SSE_PATH else "POST"
-        if refusal is None and scope["method"] != wanted:
-            refusal = Refusal(
-                405, f"{scope['method']} is not served at {path}", "bad_method", (("allow", wanted),)
-            )
-        if refusal is None and wanted == "POST":
-            read = await _read_body(_headers(scope), receive, self._spec().max_body_bytes)
-            if isinstance(read, Refusal):
-                refusal = read
-            else:
-                receive = _replaying(read, receive)
-        if refusal is not None:
-            await self.refuse(scope, send, refusal, owner)
-            return
-        with self.metrics.request(modern=False):
-            if wanted == "GET":
-                await self.legacy.stream(scope, receive, send, owner)
-            else:
-                await self.legacy.post(scope, receive, send, owner)
-
-    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
-        spec = self._spec()
+    async def _admit(
+        self, scope: Scope, receive: Receive, send: Send, methods: tuple[str, ...]
+    ) -> Admitted | None:
+        """The checks (Host, Origin, token), the method and the body limit; None once a
+        refusal was answered."""
         headers = _headers(scope)
-        owner, refusal = self._check(scope)
-        if refusal is None and scope["method"] not in ("POST", "GET", "DELETE"):
+        owner, refusal = self._check(headers)
+        if refusal is None and scope["method"] not in methods:
             refusal = Refusal(
                 405,
-                f"{scope['method']} is not served at {MCP_PATH}",
+                f"{scope['method']} is not served at {scope['path']}",
                 "bad_method",
-                (("allow", "GET, POST, DELETE"),),
+                (("allow", ", ".join(methods)),),
             )
         body = b""
         if refusal is None and scope["method"] == "POST":
-            read = await _read_body(headers, receive, spec.max_body_bytes)
+            read = await _read_body(headers, receive, self._spec().max_body_bytes)
             if isinstance(read, Refusal):
                 refusal = read
             else:
-                body = read
+                body, receive = read, _replaying(read, receive)
         if refusal is not None:
             await self.refuse(scope, send, refusal, owner)
+            return None
+        return Admitted(owner=owner, headers=headers, body=body, receive=receive)
+
+    async def _legacy(self, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.legacy is not None
+        stream = path == SSE_PATH
+        admitted = await self._admit(scope, receive, send, ("GET",) if stream else ("POST",))
+        if admitted is None:
             return
-        replay = _replaying(body, receive) if scope["method"] == "POST" else receive
-        decoded = _decode(body)
+        with self.metrics.request(modern=False):
+            if stream:
+                await self.legacy.stream(scope, admitted.receive, send, admitted.owner)
+            else:
+                await self.legacy.post(scope, admitted.receive, send, admitted.owner)
+
+    async def _mcp(self, scope: Scope, receive: Receive, send: Send) -> None:
+        admitted = await self._admit(scope, receive, send, ("GET", "POST", "DELETE"))
+        if admitted is None:
+            return
+        owner, headers = admitted.owner, admitted.headers
+        decoded = _decode(admitted.body)
         version = headers.get("mcp-protocol-version")
         modern = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
         with self.metrics.request(modern):
             if modern:
-                await self.stateless.handle(scope, replay, send, owner, modern_client_name(decoded))
+                name = modern_client_name(decoded)
+                await self.stateless.handle(scope, admitted.receive, send, owner, name)
                 return
-            scope = {**scope, "assern.request_ids": _request_ids(decoded)}
-            refusal = await self.sessions.handle(scope, replay, send, owner)
+            refusal = await self.sessions.handle(
+                scope,
+                admitted.receive,
+                send,
+                owner,
+                session_id=headers.get(MCP_SESSION_ID_HEADER.lower()),
+                posted=_request_ids(decoded),
+            )
             if refusal is not None:
                 await self.refuse(scope, send, refusal, owner)
 
@@ -178,8 +185,7 @@ class HttpApp:
     async def _ready(self, scope: Scope, send: Send) -> None:
         ready, backends = self._readiness()
         body: dict[str, Any] = {"ready": ready, "config": "loaded"}
-        spec = self._spec()
-        if isinstance(authenticate(_headers(scope), self.tokens, spec), Refusal):
+        if isinstance(authenticate(_headers(scope), self.tokens, self._spec()), Refusal):
             counts: dict[str, int] = {}
             for state in backends.values():
                 counts[state] = counts.get(state, 0) + 1
@@ -201,6 +207,17 @@ class HttpApp:
 
 
 # ------------------------------------------------------------------- helpers
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class Admitted:
+    """A request that passed the checks: its token's name, headers and body (a POST's
+    body read already; `receive` hands it out again)."""
+
+    owner: str | None
+    headers: Mapping[str, str]
+    body: bytes
+    receive: Receive
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -27,8 +27,10 @@ def _matches(value: str, allowed: Iterable[str]) -> bool:
 
 
 def allowed_hosts(bind: Bind, spec: ListenSpec) -> tuple[str, ...]:
-    own = [str(bind)] if not bind.loopback else [f"{name}:*" for name in _LOOPBACK_NAMES]
-    own += list(_LOOPBACK_NAMES) if bind.loopback else []
+    if bind.loopback:  # any loopback name, with or without a port
+        own = [f"{name}{port}" for name in _LOOPBACK_NAMES for port in ("", ":*")]
+    else:
+        own = [str(bind)]
     return (*own, *spec.allowed_hosts)
 
 

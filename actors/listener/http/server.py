@@ -30,10 +30,9 @@ from assern.actors.listener.http.sessions import HandshakeSessions, ServeConnect
 from assern.actors.listener.http.stateless import HostModern, StatelessClients
 from assern.actors.listener.http.tokens import TokenStore
 from assern.actors.listener.stats import CallStats
+from assern.actors.listener.unix_socket import BACKLOG
 
 log = structlog.get_logger()
-
-BACKLOG = 128
 
 
 class BindFailed(OSError):

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING
 import attrs
 import structlog
 import trio
-from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.http.wire import SessionWire
 
 if TYPE_CHECKING:
+    from mcp_types import RequestId
     from starlette.types import Message, Receive, Scope, Send
 
 log = structlog.get_logger()
@@ -72,15 +73,26 @@ class HandshakeSessions:
     def owned_by(self, owner: str | None) -> int:
         return sum(1 for session in self.sessions.values() if session.owner == owner)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send, owner: str | None) -> Refusal | None:
-        """Serve one request of the handshake era; a refusal when it may not reach a session."""
-        session_id = _header(scope, MCP_SESSION_ID_HEADER)
+    async def handle(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        owner: str | None,
+        *,
+        session_id: str | None,
+        posted: tuple[RequestId, ...],
+    ) -> Refusal | None:
+        """Serve one request of the handshake era; a refusal when it may not reach a session.
+
+        `session_id`: its `Mcp-Session-Id`; `posted`: the ids of the requests it posts.
+        """
         if session_id is not None:
             session = self.sessions.get(session_id)
             if session is None or session.owner != owner:
                 reason = "unknown_session" if session is None else "session_of_another_token"
                 return Refusal(404, "Session not found", reason)
-            await self._serve_request(session, scope, receive, send)
+            await self._serve_request(session, scope, receive, send, posted)
             if session.transport.is_terminated:
                 self._forget(session)
             return None
@@ -92,7 +104,7 @@ class HandshakeSessions:
                 429, f"Too many open sessions for this token ({limits.per_token})", "token_session_limit"
             )
         session = await self._open(owner, limits)
-        status = await self._serve_request(session, scope, receive, send)
+        status = await self._serve_request(session, scope, receive, send, posted)
         if status is None or status >= 400:
             self._forget(session)  # nothing was established (no initialize, or refused)
             session.cancel.cancel()
@@ -130,7 +142,7 @@ class HandshakeSessions:
                         await session.transport.terminate()
 
     async def _serve_request(
-        self, session: Session, scope: Scope, receive: Receive, send: Send
+        self, session: Session, scope: Scope, receive: Receive, send: Send, posted: tuple[RequestId, ...]
     ) -> int | None:
         """Let the session's transport answer; cancel a call whose client hung up on it."""
         status: int | None = None
@@ -151,7 +163,6 @@ class HandshakeSessions:
 
         await session.transport.handle_request(scope, watching_receive, watching_send)
         wire = session.wire
-        posted = scope.get("assern.request_ids", ())
         if disconnected and wire is not None and posted:
             for request_id in posted:
                 if await wire.abandon(request_id, "the HTTP client disconnected"):
@@ -161,16 +172,3 @@ class HandshakeSessions:
     def _forget(self, session: Session) -> None:
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
-
-    async def close_all(self) -> None:
-        for session in list(self.sessions.values()):
-            session.cancel.cancel()
-        await trio.lowlevel.checkpoint()
-
-
-def _header(scope: Scope, name: str) -> str | None:
-    wanted = name.lower().encode()
-    for key, value in scope.get("headers", ()):
-        if key.lower() == wanted:
-            return str(value.decode("latin-1"))
-    return None

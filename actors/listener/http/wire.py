@@ -20,7 +20,6 @@ cancel the call of a client that hung up on its POST (`abandon`).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -182,8 +181,3 @@ def _progress_token(params: dict[str, Any] | None) -> str | int | None:
         if isinstance(token, str | int) and not isinstance(token, bool):
             return token
     return None
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON bytes (responses the front writes itself)."""
-    return json.dumps(value, separators=(",", ":")).encode()
