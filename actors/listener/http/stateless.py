@@ -107,9 +107,11 @@ class StatelessClients:
                     modern.server, stateless=True, max_request_body_size=self._max_body()
                 )
                 hosted = Hosted(manager=manager, cancel=cancel, last_used=trio.current_time())
-                self.clients[key] = hosted
                 try:
                     async with manager.run():
+                        # Listed only now: the manager refuses requests until it runs, and
+                        # a request that finds no listed client waits for this start.
+                        self.clients[key] = hosted
                         task_status.started(hosted)
                         await trio.sleep_forever()
                 finally:
