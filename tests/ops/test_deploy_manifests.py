@@ -1,0 +1,92 @@
+"""The Kubernetes manifests in ops/deploy/kubernetes/ say what their README promises:
+probes on assern's own endpoints, a drain longer than the front's deadline, a budget
+and a headless Service that select the replicas, an assern configuration assern
+accepts, and the balancer rules of ops/deploy/haproxy/haproxy.cfg."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+DEPLOY = Path(__file__).resolve().parents[2] / "ops" / "deploy"
+K8S = DEPLOY / "kubernetes"
+
+
+def documents(name: str) -> dict[str, dict[str, Any]]:
+    """The documents of one manifest file by `Kind/name`."""
+    loaded = [d for d in yaml.safe_load_all((K8S / name).read_text()) if d]
+    return {f"{d['kind']}/{d['metadata']['name']}": d for d in loaded}
+
+
+ASSERN = documents("assern.yaml")
+HAPROXY = documents("haproxy.yaml")
+
+
+def test_kustomize_lists_every_manifest() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    listed = set(kustomization["resources"])
+    assert listed == {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
+
+
+def test_the_replicas_are_probed_on_readyz_and_healthz_and_drain_within_their_grace() -> None:
+    pod = ASSERN["Deployment/assern"]["spec"]["template"]["spec"]
+    [container] = pod["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    config = tomllib.loads(ASSERN["ConfigMap/assern-config"]["data"]["config.toml"])
+    pause = int(container["lifecycle"]["preStop"]["exec"]["command"][-1])
+    assert pod["terminationGracePeriodSeconds"] > pause + config["listen"]["graceful_timeout"]
+
+
+def test_the_budget_and_the_headless_service_select_the_replicas() -> None:
+    labels = ASSERN["Deployment/assern"]["spec"]["template"]["metadata"]["labels"]
+    assert ASSERN["PodDisruptionBudget/assern"]["spec"]["selector"]["matchLabels"] == labels
+    service = ASSERN["Service/assern-replicas"]["spec"]
+    assert service["clusterIP"] == "None"
+    assert service["selector"] == labels
+    assert (
+        ASSERN["Deployment/assern"]["spec"]["replicas"]
+        > ASSERN["PodDisruptionBudget/assern"]["spec"]["minAvailable"]
+    )
+
+
+def test_the_configuration_in_the_config_map_is_one_assern_accepts(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(ASSERN["ConfigMap/assern-config"]["data"]["config.toml"])
+    done = subprocess.run(
+        [sys.executable, "-c", "from assern.app.ctl import main; main()", "config", "validate", str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def balancer_rules(text: str) -> list[str]:
+    """The lines that decide where requests go and when they are resent."""
+    starts = ("stick", "retry-on", "retries", "option redispatch", "option http-buffer-request", "http-check")
+    lines = [line.strip() for line in text.splitlines()]
+    return [re.sub(r"\s+", " ", line) for line in lines if line.startswith(starts)]
+
+
+def test_the_cluster_balancer_keeps_the_rules_of_the_shipped_haproxy_configuration() -> None:
+    in_cluster = HAPROXY["ConfigMap/assern-haproxy"]["data"]["haproxy.cfg"]
+    shipped = (DEPLOY / "haproxy" / "haproxy.cfg").read_text()
+    assert balancer_rules(in_cluster) == balancer_rules(shipped)
+    assert "assern-replicas.assern.svc.cluster.local" in in_cluster
+
+
+@pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy is not installed")
+def test_the_cluster_balancer_configuration_is_valid(tmp_path: Path) -> None:
+    config = tmp_path / "haproxy.cfg"
+    config.write_text(HAPROXY["ConfigMap/assern-haproxy"]["data"]["haproxy.cfg"])
+    done = subprocess.run(["haproxy", "-c", "-f", str(config)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
