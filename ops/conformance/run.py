@@ -29,17 +29,16 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from assern_http import free_port, http_front, started  # noqa: E402
+
 TOOLS = HERE / ".tools"
 FIXTURE = HERE / "fixture_server.py"
 HARNESS_PACKAGE = "@modelcontextprotocol/conformance"
@@ -118,33 +117,6 @@ def install(version: str) -> tuple[str, Path]:
     return node, script
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def started(argv: list[str], env: dict[str, str], log: Path, ready: str) -> Iterator[str]:
-    """Run `argv` with stderr to `log`; yield group 1 of the `ready` pattern once it appears."""
-    with log.open("wb") as sink:
-        process = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink)
-    try:
-        deadline = time.monotonic() + 60
-        while (found := re.search(ready, log.read_text(errors="replace"))) is None:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{argv[1]} did not start:\n{log.read_text(errors='replace')[-2000:]}")
-            time.sleep(0.05)
-        yield found.group(1)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def run_harness(node: str, script: Path, url: str, out: Path, suite: str) -> dict[str, bool]:
     """Every server scenario's outcome: passed unless one of its checks is a FAILURE."""
     argv = [node, str(script), "server", "--url", url, "--suite", suite, "-o", str(out)]
@@ -159,22 +131,6 @@ def run_harness(node: str, script: Path, url: str, out: Path, suite: str) -> dic
     return outcomes
 
 
-def wait_ready(url: str, limit: float = 60.0) -> None:
-    """Wait until assern's /readyz answers 200: its backends have settled."""
-    readyz = url.removesuffix("/mcp") + "/readyz"
-    deadline = time.monotonic() + limit
-    while True:
-        try:
-            with urllib.request.urlopen(readyz, timeout=5) as answer:
-                if answer.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"assern was not ready after {limit:.0f} s ({readyz})")
-        time.sleep(0.1)
-
-
 def assern_config(work: Path, naming: str) -> Path:
     config = work / "config.toml"
     config.write_text(
@@ -182,13 +138,6 @@ def assern_config(work: Path, naming: str) -> Path:
         f"[servers.fixture]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(FIXTURE))}]\n"
     )
     return config
-
-
-def assern_argv() -> list[str]:
-    installed = Path(sys.executable).with_name("assern")
-    if installed.exists():
-        return [str(installed)]
-    return [sys.executable, "-m", "assern.app.quick"]
 
 
 def compare(direct: dict[str, bool], through: dict[str, bool], naming: str) -> tuple[list[str], list[str]]:
@@ -244,14 +193,10 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ASSERN_HOME": str(work / "home"), "PYTHONUNBUFFERED": "1"}
         port = free_port()
-        with started(
-            [sys.executable, str(FIXTURE), "--http", str(port)], env, work / "fixture.log", r"(ready)"
-        ):
+        fixture = [sys.executable, str(FIXTURE), "--http", str(port)]
+        with started(fixture, env, work / "fixture.log", r"(ready)"):
             direct = run_harness(node, script, f"http://127.0.0.1:{port}/mcp", work / "direct", args.suite)
-        argv = [*assern_argv(), "serve", "--config", str(assern_config(work, args.naming))]
-        argv += ["--http", "127.0.0.1:0", "--no-stdio"]
-        with started(argv, env, work / "assern.log", r"serving MCP over HTTP at (\S+)") as url:
-            wait_ready(url)
+        with http_front(assern_config(work, args.naming), env, work / "assern.log") as (_, url):
             through = run_harness(node, script, url, work / "assern", args.suite)
     if args.json:
         unexplained, expected = compare(direct, through, args.naming)

@@ -29,15 +29,16 @@ import logging
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 import httpx2
@@ -46,30 +47,19 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from assern_http import free_port, http_front, running  # noqa: E402
+
 HAPROXY_CFG = HERE / "haproxy" / "haproxy.cfg"
 CALL_LIMIT = 10.0  # seconds a single call may take before it counts as an error
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def assern_argv() -> list[str]:
-    installed = Path(sys.executable).with_name("assern")
-    return [str(installed)] if installed.exists() else [sys.executable, "-m", "assern.app.quick"]
 
 
 @attrs.define
 class Replica:
     name: str
-    port: int
+    address: str  # HOST:PORT
     process: subprocess.Popen[bytes]
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
 
 @attrs.define
@@ -101,8 +91,6 @@ class Drill:
 
 def replica_states(stats_url: str) -> dict[str, str]:
     """Each replica's status in the balancer's stats (UP, DOWN, …)."""
-    import urllib.request
-
     with urllib.request.urlopen(stats_url + ";csv", timeout=5) as answer:
         rows = csv.DictReader(io.StringIO(answer.read().decode().lstrip("# ")))
         return {row["svname"]: row["status"] for row in rows if row["pxname"] == "assern"}
@@ -250,17 +238,6 @@ def wait_until(check: Any, what: str, limit: float = 60.0) -> None:
         time.sleep(0.05)
 
 
-def ready(replica: Replica) -> bool:
-    import urllib.error
-    import urllib.request
-
-    try:
-        with urllib.request.urlopen(f"http://{replica.address}/readyz", timeout=2) as answer:
-            return bool(answer.status == 200)
-    except urllib.error.HTTPError:
-        return False
-
-
 def verdict(drill: Drill) -> list[str]:
     """The promises that did not hold (empty: all held)."""
     broken = []
@@ -362,54 +339,29 @@ def main() -> int:
             f"[servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
             'args = ["-m", "assern.examples.calc_server"]\n'
         )
-        replicas: list[Replica] = []
-        lb_port, stats_port = free_port(), free_port()
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        processes: list[subprocess.Popen[bytes]] = []
-        try:
+        lb_port, stats_port = free_port(), free_port()
+        with ExitStack() as stack:
+            replicas = []
             for i in range(1, args.replicas + 1):
-                port = free_port()
-                home = work / f"assern{i}"
-                argv = [*assern_argv(), "serve", "--config", str(config), "--http", f"127.0.0.1:{port}"]
-                with (work / f"assern{i}.log").open("wb") as log:
-                    process = subprocess.Popen(
-                        [*argv, "--no-stdio"],
-                        env={**env, "ASSERN_HOME": str(home)},
-                        stdin=subprocess.DEVNULL,
-                        stdout=log,
-                        stderr=log,
-                    )
-                processes.append(process)
-                replicas.append(Replica(f"assern{i}", port, process))
-            for replica in replicas:
-                wait_until(lambda r=replica: ready(r), f"{replica.name} to be ready")
+                home = {**env, "ASSERN_HOME": str(work / f"assern{i}")}
+                process, url = stack.enter_context(http_front(config, home, work / f"assern{i}.log"))
+                replicas.append(Replica(f"assern{i}", urlsplit(url).netloc, process))
             lb_env = {
                 **env,
                 "ASSERN_LB_BIND": f"127.0.0.1:{lb_port}",
                 "ASSERN_LB_STATS": f"127.0.0.1:{stats_port}",
             }
             lb_env |= {f"ASSERN_REPLICA_{i}": r.address for i, r in enumerate(replicas, 1)}
-            with (work / "haproxy.log").open("wb") as log:
-                processes.append(
-                    subprocess.Popen(
-                        [haproxy, "-db", "-f", str(HAPROXY_CFG)], env=lb_env, stdout=log, stderr=log
-                    )
-                )
+            stack.enter_context(
+                running([haproxy, "-db", "-f", str(HAPROXY_CFG)], lb_env, work / "haproxy.log")
+            )
             drill = Drill(f"http://127.0.0.1:{lb_port}/mcp", f"http://127.0.0.1:{stats_port}/stats", replicas)
             wait_until(
                 lambda: all(s == "UP" for s in replica_states(drill.stats_url).values()),
                 "the balancer to see every replica up",
             )
             trio.run(drive, drill, args.clients, args.seconds)
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.terminate()
-            for process in processes:
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
     result = figures(drill, args.seconds)
     report(result)
     if args.json:
