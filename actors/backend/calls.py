@@ -309,7 +309,9 @@ class CallDesk:
                     if sink is not None:
                         await sink(progress, total, message)
 
-                return await session.call_tool(msg.name, msg.arguments, meta=msg.meta, progress=on_progress)
+                return await session.call_tool(
+                    msg.name, msg.arguments, meta=msg.meta, progress=on_progress, rounds=msg.rounds
+                )
             case ForwardCall():
                 forwarder = self._link.forwarder
                 if forwarder is None:
@@ -330,9 +332,9 @@ class CallDesk:
                     "tools/call", params, forward_progress if sink is not None else None
                 )
             case ReadResource():
-                return await session.read_resource(msg.uri)
+                return await session.read_resource(msg.uri, rounds=msg.rounds)
             case GetPrompt():
-                return await session.get_prompt(msg.name, msg.arguments)
+                return await session.get_prompt(msg.name, msg.arguments, rounds=msg.rounds)
             case Complete():
                 try:
                     return await session.complete(msg.ref, msg.argument, msg.context_arguments)

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.errors import HandshakeFailed, describe_invalid
 from assern.actors.backend.forward import Forwarder, ForwardLost
+from assern.actors.backend.rounds import refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from assern.actors.backend.hooks import SessionHooks
-    from assern.actors.backend.messages import ProgressSink
+    from assern.actors.backend.messages import ProgressSink, Rounds
     from assern.actors.config.spec import ServerSpec
 
 log = structlog.get_logger()
@@ -194,7 +195,9 @@ class HandshakeClient:
         *,
         meta: dict[str, Any] | None = None,
         progress: ProgressSink | None = None,
+        rounds: Rounds | None = None,
     ) -> types.CallToolResult:
+        refuse_foreign_state(rounds)
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
@@ -202,10 +205,14 @@ class HandshakeClient:
             params["_meta"] = meta
         return await self._request("tools/call", params, types.CallToolResult, progress)
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+    async def read_resource(self, uri: str, *, rounds: Rounds | None = None) -> types.ReadResourceResult:
+        refuse_foreign_state(rounds)
         return await self._request("resources/read", {"uri": uri}, types.ReadResourceResult)
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, rounds: Rounds | None = None
+    ) -> types.GetPromptResult:
+        refuse_foreign_state(rounds)
         params: dict[str, Any] = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments

@@ -30,6 +30,25 @@ class Origin:
     )
 
 
+@attrs.frozen(kw_only=True)
+class Rounds:
+    """A 2026-07-28 client's own input rounds (SEP-2322), passed through to the backend.
+
+    A client that takes `input_required` results itself sends a request with these and
+    gets the backend's `InputRequiredResult` back unchanged (its keys and its
+    `requestState`), when the backend speaks 2026-07-28. A backend of the handshake era
+    has no rounds of its own: its requests during the call are relayed as assern's rounds
+    (actors/listener/round_trips.py), and a `requestState` assern never issued is refused.
+    """
+
+    #: the client's answers, by the keys of the backend's `inputRequests`
+    input_responses: dict[str, Any] | None = None
+    #: the backend's opaque state, echoed by the client
+    request_state: str | None = None
+    #: what the client declared it can do (`_meta`'s clientCapabilities), None if unsaid
+    client_capabilities: dict[str, Any] | None = None
+
+
 @attrs.frozen(kw_only=True, eq=False)
 class CallTool:
     name: str
@@ -41,7 +60,9 @@ class CallTool:
     #: cancelled by the caller when its client cancels the request
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     origin: Origin | None = None
-    reply: Reply[types.CallToolResult] = attrs.field(repr=False)
+    #: the client's input rounds, when it takes `input_required` results itself
+    rounds: Rounds | None = None
+    reply: Reply[types.CallToolResult | types.InputRequiredResult] = attrs.field(repr=False)
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -63,7 +84,8 @@ class ForwardCall:
 class ReadResource:
     uri: str
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
-    reply: Reply[types.ReadResourceResult] = attrs.field(repr=False)
+    rounds: Rounds | None = None
+    reply: Reply[types.ReadResourceResult | types.InputRequiredResult] = attrs.field(repr=False)
 
 
 @attrs.frozen(kw_only=True, eq=False)
@@ -71,7 +93,8 @@ class GetPrompt:
     name: str
     arguments: dict[str, str] | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
-    reply: Reply[types.GetPromptResult] = attrs.field(repr=False)
+    rounds: Rounds | None = None
+    reply: Reply[types.GetPromptResult | types.InputRequiredResult] = attrs.field(repr=False)
 
 
 @attrs.frozen(kw_only=True, eq=False)

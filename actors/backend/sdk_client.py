@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import mcp_types as types
@@ -36,6 +36,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel
 
 from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.rounds import refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, write_lines
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientRequestContext
 
     from assern.actors.backend.hooks import SessionHooks
-    from assern.actors.backend.messages import ProgressSink
+    from assern.actors.backend.messages import ProgressSink, Rounds
     from assern.actors.config.spec import ServerSpec
 
 R = TypeVar("R", bound=BaseModel)
@@ -108,6 +109,13 @@ class SdkSession:
         with sdk_errors():
             return await self._session.list_prompts(params=_page(cursor))
 
+    def _own_rounds(self, rounds: Rounds | None) -> bool:
+        """Whether the backend's input rounds pass through to the client (both speak 2026-07-28)."""
+        if rounds is not None and self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return True
+        refuse_foreign_state(rounds)
+        return False
+
     async def call_tool(
         self,
         name: str,
@@ -115,11 +123,25 @@ class SdkSession:
         *,
         meta: dict[str, Any] | None = None,
         progress: ProgressSink | None = None,
-    ) -> types.CallToolResult:
+        rounds: Rounds | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
         with sdk_errors():
-            # The client drives a 2026-07-28 backend's `input_required` rounds: each input
-            # request goes to its callbacks, which ask the call's origin (`_ask`), and the
-            # call is retried with the answers. `meta` is typed as the SDK's
+            if rounds is not None and self._own_rounds(rounds):
+                # The client answers the backend's `input_required` itself: its keys and
+                # state go back unchanged, and the client's retry comes here with both.
+                sent_meta = cast("types.RequestParamsMeta | None", meta)  # the client's, as it came
+                return await self._session.call_tool(
+                    name,
+                    arguments,
+                    progress_callback=progress,
+                    input_responses=rounds.input_responses,
+                    request_state=rounds.request_state,
+                    meta=sent_meta,
+                    allow_input_required=True,
+                )
+            # Else the client drives a 2026-07-28 backend's `input_required` rounds: each
+            # input request goes to its callbacks, which ask the call's origin (`_ask`), and
+            # the call is retried with the answers. `meta` is typed as the SDK's
             # RequestParamsMeta TypedDict; the client's own `_meta` dict passes as it came.
             return await self._client.call_tool(
                 name,
@@ -128,12 +150,31 @@ class SdkSession:
                 meta=meta,  # type: ignore[arg-type]
             )
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+    async def read_resource(
+        self, uri: str, *, rounds: Rounds | None = None
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         with sdk_errors():
+            if rounds is not None and self._own_rounds(rounds):
+                return await self._session.read_resource(
+                    uri,
+                    input_responses=rounds.input_responses,
+                    request_state=rounds.request_state,
+                    allow_input_required=True,
+                )
             return await self._client.read_resource(uri, cache_mode="bypass")
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult:
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, rounds: Rounds | None = None
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         with sdk_errors():
+            if rounds is not None and self._own_rounds(rounds):
+                return await self._session.get_prompt(
+                    name,
+                    arguments,
+                    input_responses=rounds.input_responses,
+                    request_state=rounds.request_state,
+                    allow_input_required=True,
+                )
             return await self._client.get_prompt(name, arguments)
 
     async def complete(

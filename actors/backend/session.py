@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from assern.actors.backend.hooks import SessionHooks
-    from assern.actors.backend.messages import ProgressSink
+    from assern.actors.backend.messages import ProgressSink, Rounds
     from assern.actors.backend.transport import ProcessLink
     from assern.actors.config.spec import ServerSpec
 
@@ -69,12 +69,21 @@ class BackendSession(Protocol):
         *,
         meta: dict[str, Any] | None = None,
         progress: ProgressSink | None = None,
-    ) -> types.CallToolResult:
-        """One tools/call; `progress` gets the backend's progress notifications for it."""
+        rounds: Rounds | None = None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """One tools/call; `progress` gets the backend's progress notifications for it.
 
-    async def read_resource(self, uri: str) -> types.ReadResourceResult: ...
+        With `rounds` (a client that takes input rounds itself) a 2026-07-28 backend's
+        `InputRequiredResult` is returned as it came; without, it never is.
+        """
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None) -> types.GetPromptResult: ...
+    async def read_resource(
+        self, uri: str, *, rounds: Rounds | None = None
+    ) -> types.ReadResourceResult | types.InputRequiredResult: ...
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None, *, rounds: Rounds | None = None
+    ) -> types.GetPromptResult | types.InputRequiredResult: ...
 
     async def complete(
         self,

@@ -98,6 +98,9 @@ class RequestContext:
 
     request_id: RequestId | None
     peer: Peer
+    #: the client takes `input_required` results itself (2026-07-28): a 2026-07-28
+    #: backend's own input rounds pass through to it (client_rounds.py)
+    input_rounds: bool = False
 
 
 class Events(Protocol):

@@ -30,7 +30,10 @@ if TYPE_CHECKING:
 #: the states of a backend whose tools are not (or no longer) in the catalog yet
 _NOT_READY = (BackendState.STARTING, BackendState.RESTARTING)
 
-CallTool = Callable[[RequestContext, types.CallToolRequestParams], Awaitable[types.CallToolResult]]
+CallTool = Callable[
+    [RequestContext, types.CallToolRequestParams],
+    Awaitable[types.CallToolResult | types.InputRequiredResult],
+]
 
 
 def not_ready(directory: Mapping[str, BackendHandle], catalog: Catalog) -> list[str]:
@@ -108,8 +111,9 @@ def describe(catalog: Catalog, arguments: Mapping[str, Any] | None) -> types.Cal
 
 async def call(
     ctx: RequestContext, params: types.CallToolRequestParams, direct: CallTool
-) -> types.CallToolResult:
-    """`call_tool`: the named tool called as if directly, its answer unchanged."""
+) -> types.CallToolResult | types.InputRequiredResult:
+    """`call_tool`: the named tool called as if directly, its answer unchanged (an
+    `input_required` one included: the client's retry of `call_tool` carries its rounds)."""
     try:
         request = meta_tools.call_request(params.arguments)
     except BadArguments as exc:

@@ -20,11 +20,13 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import request
 from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressSink
+from assern.actors.backend.rounds import refuse_foreign_state
 from assern.actors.gate.confirm import confirm
 from assern.actors.gate.gate import screen_arguments, screen_result
 from assern.actors.gate.middleware import Call
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import exposure
+from assern.actors.listener.client_rounds import client_rounds, passed_back
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.protocol import Method
 from assern.actors.router.catalog import Catalog, ToolRoute, suggest_tools, unknown_tool_message
@@ -94,7 +96,7 @@ class Handlers:
 
     async def _call_tool(
         self, ctx: RequestContext, params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         catalog = self._routing.catalog
         if catalog.exposure == "search" and params.name in META_TOOLS:
             return await self._meta_tool(ctx, params, catalog)
@@ -153,6 +155,12 @@ class Handlers:
                 },
             )
         gate = route.gate
+        rounds = client_rounds(params) if ctx.input_rounds else None
+        if rounds is not None and gate is not None and (gate.confirm or gate.chain is not None):
+            # A confirmed call's rounds are assern's (a requestState must not stand for a
+            # confirmation never given), and so are a middleware's (it sees final results).
+            refuse_foreign_state(rounds)
+            rounds = None
         if gate is not None:
             client = self._routing.client
             stopped = screen_arguments(
@@ -183,10 +191,12 @@ class Handlers:
             )
 
             async def forward(passed: Call) -> types.CallToolResult:
-                return await self._forward(ctx, route, params, dict(passed.arguments))
+                answer = await self._forward(ctx, route, params, dict(passed.arguments), None)
+                assert isinstance(answer, types.CallToolResult)
+                return answer
 
             return await gate.chain.run(call, forward)
-        return await self._forward(ctx, route, params, params.arguments)
+        return await self._forward(ctx, route, params, params.arguments, rounds)
 
     async def _forward(
         self,
@@ -194,8 +204,10 @@ class Handlers:
         route: ToolRoute,
         params: types.CallToolRequestParams,
         arguments: dict[str, Any] | None,
-    ) -> types.CallToolResult:
-        """Send the call to its backend (with `arguments`) and check its answer."""
+        rounds: msgs.Rounds | None,
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Send the call to its backend (with `arguments`, and the client's own input
+        `rounds` when they pass through) and check its answer."""
         token = (params.meta or {}).get("progress_token")
         progress: ProgressSink | None = None
         if token is not None:
@@ -210,7 +222,7 @@ class Handlers:
         origin = self._origin(ctx.peer)
         started = trio.current_time()
         try:
-            result: types.CallToolResult = await request(
+            result: types.CallToolResult | types.InputRequiredResult = await request(
                 handle,
                 lambda reply: msgs.CallTool(
                     name=route.original,
@@ -219,12 +231,17 @@ class Handlers:
                     request_id=ctx.request_id,
                     progress=progress,
                     origin=origin,
+                    rounds=rounds,
                     reply=reply,
                 ),
             )
+            result = passed_back(result, rounds, route.server)
         except (BackendUnavailable, Exception) as exc:
             self._routing.record_call(handle.name, started, route.original, "error")
             raise to_rpc_error(exc) from None
+        if isinstance(result, types.InputRequiredResult):
+            self._routing.record_call(handle.name, started, route.original, "input_required")
+            return result
         self._routing.record_call(
             handle.name, started, route.original, "tool_error" if result.is_error else "ok"
         )
@@ -246,7 +263,7 @@ class Handlers:
 
     async def _meta_tool(
         self, ctx: RequestContext, params: types.CallToolRequestParams, catalog: Catalog
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """search_tools, describe_tools and call_tool of search exposure (exposure.py)."""
         if params.name == SEARCH_TOOLS:
             waiting = exposure.not_ready(self.shared.directory(), catalog)
@@ -278,15 +295,19 @@ class Handlers:
 
     async def _read_resource(
         self, ctx: RequestContext, params: types.ReadResourceRequestParams
-    ) -> types.ReadResourceResult:
+    ) -> types.ReadResourceResult | types.InputRequiredResult:
         target = await self._resource_owner(str(params.uri))
+        rounds = client_rounds(params) if ctx.input_rounds else None
         try:
-            result: types.ReadResourceResult = await request(
+            result: types.ReadResourceResult | types.InputRequiredResult = await request(
                 self._routing.handle(target.server),
-                lambda reply: msgs.ReadResource(uri=target.original, reply=reply),
+                lambda reply: msgs.ReadResource(uri=target.original, rounds=rounds, reply=reply),
             )
+            result = passed_back(result, rounds, target.server)
         except Exception as exc:
             raise to_rpc_error(exc) from None
+        if isinstance(result, types.InputRequiredResult):
+            return result
         catalog = self._routing.catalog
         contents = [
             c.model_copy(
@@ -342,18 +363,22 @@ class Handlers:
 
     async def _get_prompt(
         self, ctx: RequestContext, params: types.GetPromptRequestParams
-    ) -> types.GetPromptResult:
+    ) -> types.GetPromptResult | types.InputRequiredResult:
         catalog = await self._routing.settled_catalog()
         route = catalog.prompts.get(params.name)
         if route is None:
             raise RpcError(
                 types.INVALID_PARAMS, unknown_prompt_message(catalog, params.name), {"prompt": params.name}
             )
+        rounds = client_rounds(params) if ctx.input_rounds else None
         try:
-            return await request(
+            result: types.GetPromptResult | types.InputRequiredResult = await request(
                 self._routing.handle(route.server),
-                lambda reply: msgs.GetPrompt(name=route.original, arguments=params.arguments, reply=reply),
+                lambda reply: msgs.GetPrompt(
+                    name=route.original, arguments=params.arguments, rounds=rounds, reply=reply
+                ),
             )
+            return passed_back(result, rounds, route.server)
         except Exception as exc:
             raise to_rpc_error(exc) from None
 

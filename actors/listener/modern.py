@@ -106,7 +106,9 @@ def sdk_handler(handler: Handler) -> SdkHandler:
     """One of our handlers as the SDK calls it."""
 
     async def handle(ctx: ServerRequestContext[Any, Any], params: Any) -> Any:
-        context = RequestContext(request_id=ctx.request_id, peer=SdkPeer(ctx.session, ctx.request_id))
+        context = RequestContext(
+            request_id=ctx.request_id, peer=SdkPeer(ctx.session, ctx.request_id), input_rounds=True
+        )
         try:
             return await handler(context, params)
         except RpcError as exc:

@@ -11,7 +11,10 @@ brings, then the call goes on, and the retry gets either its final result or the
 
 `RoundTrips` keeps one connection's calls in flight between rounds (a `Flight` each),
 keyed by a random `requestState` minted afresh for every round: the state carries no
-data of its own, so there is nothing to forge, and an old round's state is refused. A
+data of its own, so there is nothing to forge, and an old round's state is refused.
+Those states start with `STATE_PREFIX`; a request with any other state starts a call
+like a first request, which carries the client's rounds to a 2026-07-28 backend that
+asked for them itself (client_rounds.py), and is refused by any other backend. A
 flight whose client does not come back within `PARKED_LIMIT` is cancelled, which
 cancels the backend's call and answers its open requests with an error.
 """
@@ -35,6 +38,10 @@ log = structlog.get_logger()
 
 #: how long a call waits, parked, for its client's retry with the answers
 PARKED_LIMIT = 300.0
+
+#: what every `requestState` assern mints starts with; any other state is a backend's
+#: own, passed through to it (client_rounds.py)
+STATE_PREFIX = "assern."
 
 #: the methods whose results may be `input_required` (the 2026-07-28 rule)
 ROUND_TRIP_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -186,7 +193,8 @@ class RoundTrips:
 
         async def handle(ctx: RequestContext, params: Any) -> Any:
             token = _progress_token(params)
-            if getattr(params, "request_state", None) is not None:
+            state = getattr(params, "request_state", None)
+            if isinstance(state, str) and state.startswith(STATE_PREFIX):
                 return await self.resume(method, ctx, params, token)
             return await self.start(method, handler, ctx, params, token)
 
@@ -197,7 +205,9 @@ class RoundTrips:
     ) -> Any:
         flight = Flight(method, request_identity(params))
         flight.peer, flight.progress_token = ctx.peer, token
-        inner = RequestContext(request_id=ctx.request_id, peer=FlightPeer(flight))
+        inner = RequestContext(
+            request_id=ctx.request_id, peer=FlightPeer(flight), input_rounds=ctx.input_rounds
+        )
         self._nursery.start_soon(self._fly, flight, handler, inner, params)
         return await self._round(flight, [])
 
@@ -284,7 +294,7 @@ class RoundTrips:
                 log.info("round_trip_request_invalid", method=ask.method, error=str(exc))
         if not requests:
             return await self._round(flight, [])
-        state = secrets.token_urlsafe(24)
+        state = STATE_PREFIX + secrets.token_urlsafe(24)
         self._park(state, flight)
         return types.InputRequiredResult(input_requests=requests, request_state=state)
 

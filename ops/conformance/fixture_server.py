@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 import anyio
 import mcp_types as types
+from fixture_rounds import Rounds
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
@@ -78,11 +79,22 @@ SCHEMA_2020 = {
     "type": "object",
     "$defs": {
         "address": {
+            "$anchor": "addressDef",
             "type": "object",
             "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
         }
     },
-    "properties": {"name": {"type": "string"}, "address": {"$ref": "#/$defs/address"}},
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
@@ -139,6 +151,7 @@ class Fixture:
 
     def __init__(self) -> None:
         self.subscribed: set[str] = set()
+        self.rounds = Rounds()
         self.tools: dict[str, tuple[types.Tool, Run]] = {}
         for name, description, schema, run in [
             ("test_simple_text", "Returns simple text.", NO_ARGS, self.simple_text),
@@ -147,6 +160,7 @@ class Fixture:
             ("test_embedded_resource", "Returns an embedded resource.", NO_ARGS, self.embedded),
             ("test_multiple_content_types", "Returns text, image and resource.", NO_ARGS, self.mixed),
             ("test_tool_with_logging", "Logs three messages while it runs.", NO_ARGS, self.logging),
+            ("test_logging_tool", "Logs three messages while it runs.", NO_ARGS, self.logging),
             ("test_tool_with_progress", "Reports progress 0, 50, 100 of 100.", NO_ARGS, self.progress),
             ("test_error_handling", "Always fails.", NO_ARGS, self.error),
             ("test_sampling", "Asks the client's LLM.", string_args("prompt"), self.sampling),
@@ -183,9 +197,14 @@ class Fixture:
     # --- tools --------------------------------------------------------------
 
     async def list_tools(self, ctx: Ctx, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool for tool, _ in self.tools.values()])
+        tools = [tool for tool, _ in self.tools.values()] + self.rounds.definitions()
+        return types.ListToolsResult(tools=tools)
 
-    async def call_tool(self, ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        self, ctx: Ctx, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if params.name in self.rounds.tools:
+            return await self.rounds.tools[params.name](params)
         entry = self.tools.get(params.name)
         if entry is None:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
@@ -358,10 +377,15 @@ class Fixture:
                     arguments=[arg("resourceUri", "URI of the resource to embed")],
                 ),
                 types.Prompt(name="test_prompt_with_image", description="A prompt with an image."),
+                types.Prompt(name=Rounds.PROMPT, description="Asks the user for context in an input round."),
             ]
         )
 
-    async def get_prompt(self, ctx: Ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        self, ctx: Ctx, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult | types.InputRequiredResult:
+        if params.name == Rounds.PROMPT:
+            return await self.rounds.prompt(params)
         args = dict(params.arguments or {})
 
         def user(content: Any) -> types.PromptMessage:

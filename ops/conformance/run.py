@@ -3,6 +3,8 @@
     python ops/conformance/run.py                    # hybrid naming, harness 0.1.16
     python ops/conformance/run.py --naming prefix    # the original Assern's resource URIs
     python ops/conformance/run.py --install-only     # fetch Node and the harness, run nothing
+    python ops/conformance/run.py --harness 0.2.0-alpha.12 --requirements 2026-07-28
+                                                     # the stateless revision's scenarios
 
 The harness (`@modelcontextprotocol/conformance` from the npm registry) needs Node 22
 or newer; when the machine's `node` is older, Node itself is installed from the npm
@@ -12,7 +14,9 @@ git). Its server scenarios then run twice, each on a fresh server:
   direct  the fixture (`fixture_server.py`, written with the official SDK) served over
           streamable HTTP by the SDK's own app;
   assern  `assern serve --http` with that same fixture as its only stdio backend, in
-          the naming mode given (hybrid by default).
+          the naming mode given (hybrid by default); with `--requirements 2026-07-28`
+          assern speaks that revision to the fixture (`protocol = "2026-07-28"`), since
+          a backend's own input rounds exist only there.
 
 It prints both scores side by side and every scenario that passes directly but not
 through assern. The exit status is 0 when there is none, apart from the differences
@@ -45,6 +49,9 @@ HARNESS_PACKAGE = "@modelcontextprotocol/conformance"
 HARNESS_VERSION = "0.1.16"
 NODE_PACKAGE = "node@22"
 MIN_NODE = 22
+#: the stateless revisions: their scenarios are run with assern speaking that revision to
+#: the fixture too (a backend's `input_required` rounds exist only there)
+MODERN_REVISIONS = ("2026-07-28",)
 
 # With `naming = "prefix"` every tool and prompt is `SERVER_NAME` and every resource URI
 # `assern://SERVER/URI` (README, "Naming": the original Assern's rule), so a scenario that
@@ -117,9 +124,12 @@ def install(version: str) -> tuple[str, Path]:
     return node, script
 
 
-def run_harness(node: str, script: Path, url: str, out: Path, suite: str) -> dict[str, bool]:
-    """Every server scenario's outcome: passed unless one of its checks is a FAILURE."""
-    argv = [node, str(script), "server", "--url", url, "--suite", suite, "-o", str(out)]
+def run_harness(node: str, script: Path, url: str, out: Path, selection: list[str]) -> dict[str, bool]:
+    """Every server scenario's outcome: passed unless one of its checks is a FAILURE.
+
+    `selection`: the harness's arguments that choose the scenarios (`--suite S` or
+    `--requirements REVISION`)."""
+    argv = [node, str(script), "server", "--url", url, *selection, "-o", str(out)]
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False)
     outcomes: dict[str, bool] = {}
     for checks in sorted(out.glob("server-*/checks.json")):
@@ -131,11 +141,15 @@ def run_harness(node: str, script: Path, url: str, out: Path, suite: str) -> dic
     return outcomes
 
 
-def assern_config(work: Path, naming: str) -> Path:
+def assern_config(work: Path, naming: str, protocol: str | None = None) -> Path:
+    """assern's config: the fixture as its only stdio backend, spoken to in `protocol`
+    (assern's default, the handshake era, when None)."""
     config = work / "config.toml"
+    pin = "" if protocol is None else f"protocol = {json.dumps(protocol)}\n"
     config.write_text(
         f'[settings]\nnaming = "{naming}"\n\n'
         f"[servers.fixture]\ncommand = {json.dumps(sys.executable)}\nargs = [{json.dumps(str(FIXTURE))}]\n"
+        + pin
     )
     return config
 
@@ -180,6 +194,12 @@ def main() -> int:
         "--harness", default=HARNESS_VERSION, help=f"harness version (default {HARNESS_VERSION})"
     )
     parser.add_argument("--suite", default="active", help="the harness's suite: active (default) or all")
+    parser.add_argument(
+        "--requirements",
+        metavar="REVISION",
+        help="run exactly the scenarios a protocol revision requires (e.g. 2026-07-28, harness 0.2+); "
+        "for 2026-07-28 assern speaks that revision to the fixture too",
+    )
     parser.add_argument("--install-only", action="store_true", help="install Node and the harness, then stop")
     parser.add_argument("--keep", type=Path, help="keep the harness's results in this folder")
     parser.add_argument("--json", type=Path, help="also write both outcomes and the differences here")
@@ -192,19 +212,30 @@ def main() -> int:
         work = args.keep or Path(folder)
         work.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ASSERN_HOME": str(work / "home"), "PYTHONUNBUFFERED": "1"}
+        chosen = ["--requirements", args.requirements] if args.requirements else ["--suite", args.suite]
+        protocol = args.requirements if args.requirements in MODERN_REVISIONS else None
         port = free_port()
         fixture = [sys.executable, str(FIXTURE), "--http", str(port)]
         with started(fixture, env, work / "fixture.log", r"(ready)"):
-            direct = run_harness(node, script, f"http://127.0.0.1:{port}/mcp", work / "direct", args.suite)
-        with http_front(assern_config(work, args.naming), env, work / "assern.log") as (_, url):
-            through = run_harness(node, script, url, work / "assern", args.suite)
+            direct = run_harness(node, script, f"http://127.0.0.1:{port}/mcp", work / "direct", chosen)
+        with http_front(assern_config(work, args.naming, protocol), env, work / "assern.log") as (_, url):
+            through = run_harness(node, script, url, work / "assern", chosen)
     if args.json:
         unexplained, expected = compare(direct, through, args.naming)
-        figures = {"harness": args.harness, "naming": args.naming, "direct": direct, "assern": through}
+        figures = {
+            "harness": args.harness,
+            "requirements": args.requirements,
+            "naming": args.naming,
+            "direct": direct,
+            "assern": through,
+        }
         args.json.write_text(
             json.dumps({**figures, "unexplained": unexplained, "expected": expected}, indent=2)
         )
-    return report(direct, through, args.naming, args.harness)
+    chosen = (
+        f"{args.harness}, the scenarios {args.requirements} requires" if args.requirements else args.harness
+    )
+    return report(direct, through, args.naming, chosen)
 
 
 if __name__ == "__main__":

@@ -135,3 +135,42 @@ async def test_input_rounds_by_hand_bind_the_state_to_its_request(
                     allow_input_required=True,
                 )
             assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"
+
+
+async def test_a_2026_backends_own_rounds_pass_through_unchanged(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """When client and backend both speak 2026-07-28, the backend's `input_required` comes
+    back as it asked it (its own key, no state of assern's), the client's retry goes
+    through with the answer, and a request that needs a capability the client did not
+    declare is refused with -32021 naming it, not asked anyway."""
+    config = write_config(BACKENDS["2026-07-28"])
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="2026-07-28", sampling_callback=sample) as client:
+            session = client.session
+            first = await session.call_tool("alpha_ask_sampling", {"prompt": "hi"}, allow_input_required=True)
+            assert isinstance(first, types.InputRequiredResult)
+            assert first.input_requests is not None
+            assert list(first.input_requests) == ["answer"]  # the backend's key (testing_server.INPUT_KEY)
+            assert first.request_state is None  # the backend keeps none, and assern adds none
+            answer = types.CreateMessageResult(
+                role="assistant", content=types.TextContent(text="passed through"), model="test-model"
+            )
+            done = await session.call_tool(
+                "alpha_ask_sampling",
+                {"prompt": "hi"},
+                input_responses={"answer": answer},
+                allow_input_required=True,
+            )
+            assert isinstance(done, types.CallToolResult)
+            assert text_of(done) == "passed through"
+
+            # The client declared sampling only: an elicitation is not asked of it.
+            with pytest.raises(MCPError) as refused:
+                await session.call_tool(
+                    "alpha_ask_elicitation", {"message": "proceed?"}, allow_input_required=True
+                )
+            assert refused.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
+            assert refused.value.error.data == {"requiredCapabilities": {"elicitation": {}}}
+            assert "elicitation capability" in refused.value.error.message
+            assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"

@@ -13,7 +13,7 @@ import trio.testing
 
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext
-from assern.actors.listener.round_trips import PARKED_LIMIT, RoundTrips, request_identity
+from assern.actors.listener.round_trips import PARKED_LIMIT, STATE_PREFIX, RoundTrips, request_identity
 
 SAMPLE = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 10}
 ANSWER = types.CreateMessageResult(role="assistant", content=types.TextContent(text="yes"), model="m")
@@ -95,6 +95,41 @@ async def test_asks_made_together_go_in_one_round_and_the_call_goes_on() -> None
         assert isinstance(done, types.CallToolResult)
         assert done.content[0].text == "yes,yes"  # type: ignore[union-attr]
         assert trips.parked == 0
+
+
+async def test_a_state_assern_did_not_mint_reaches_the_handler_with_the_request() -> None:
+    """A backend's own state (a 2026-07-28 backend's round, passed through) is not
+    looked up among the parked calls: the request goes to its handler as it came, and
+    the handler's `input_required` answer goes back unchanged."""
+    seen: list[tuple[str | None, bool]] = []
+
+    async def backend_rounds(ctx: RequestContext, params: Any) -> Any:
+        seen.append((params.request_state, ctx.input_rounds))
+        if params.request_state is None:
+            return types.InputRequiredResult.model_validate(
+                {
+                    "resultType": "input_required",
+                    "inputRequests": {"mine": {"method": "roots/list"}},
+                    "requestState": "theirs",
+                }
+            )
+        return types.CallToolResult(content=[types.TextContent(text="done")])
+
+    async with trio.open_nursery() as nursery:
+        trips = RoundTrips(nursery)
+        handle = trips.wrap("tools/call", backend_rounds)
+        modern = RequestContext(request_id=1, peer=RecordingPeer(), input_rounds=True)
+        first = await handle(modern, call())
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state == "theirs"
+        assert first.input_requests is not None
+        assert list(first.input_requests) == ["mine"]
+        done = await handle(modern, call(state="theirs", answers={"mine": types.ListRootsResult(roots=[])}))
+        assert isinstance(done, types.CallToolResult)
+        assert seen == [(None, True), ("theirs", True)]
+        assert trips.parked == 0
+        with pytest.raises(RpcError, match="unknown or expired"):  # one of assern's, but not parked
+            await handle(modern, call(state=STATE_PREFIX + "gone", answers={}))
 
 
 async def test_an_answer_of_the_wrong_kind_is_refused_and_the_call_still_waits() -> None:
