@@ -32,10 +32,11 @@ from mcp.shared.subscriptions import (
     ResourcesListChanged,
     ToolsListChanged,
 )
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.forward import Forwarder, ForwardLost
 from assern.actors.backend.rounds import refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.jsonrpc.errors import RpcError
@@ -72,10 +73,20 @@ class SdkSession:
     #: How long a 2026-07-28 subscription waits for the re-opened stream's acknowledgement.
     RELISTEN_TIMEOUT = 10.0
 
-    def __init__(self, client: Client, hooks: SessionHooks) -> None:
+    def __init__(
+        self,
+        client: Client,
+        hooks: SessionHooks,
+        forwarder: Forwarder | None = None,
+        client_info: types.Implementation | None = None,
+    ) -> None:
+        """`forwarder`: the raw lane on a stdio backend's pipes (None for HTTP and SSE);
+        `client_info`: who assern says it is in a request it writes itself."""
         self._client = client
         self._session = client.session
         self._hooks = hooks
+        self._forwarder = forwarder
+        self._client_info = client_info
         #: 2026-07-28: the resources our clients follow, named in our listen stream
         self._followed: set[str] = set()
         self._relisten: trio.CancelScope | None = None
@@ -129,6 +140,10 @@ class SdkSession:
             if rounds is not None and self._own_rounds(rounds):
                 # The client answers the backend's `input_required` itself: its keys and
                 # state go back unchanged, and the client's retry comes here with both.
+                if self._forwarder is not None:
+                    fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
+                    raw = await self._raw_round("tools/call", fields, meta, rounds, progress)
+                    return _call_or_round(raw)
                 sent_meta = cast("types.RequestParamsMeta | None", meta)  # the client's, as it came
                 return await self._session.call_tool(
                     name,
@@ -150,11 +165,50 @@ class SdkSession:
                 meta=meta,  # type: ignore[arg-type]
             )
 
+    async def _raw_round(
+        self,
+        method: str,
+        fields: dict[str, Any],
+        meta: dict[str, Any] | None,
+        rounds: Rounds,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        """One request of a client's own rounds, written on the raw lane (stdio).
+
+        The SDK's client stamps assern's own capabilities on every request; written here,
+        the request's envelope declares what the calling client declared (of what assern
+        can relay), so the backend asks only what that client can answer.
+        """
+        assert self._forwarder is not None
+        params = dict(fields)
+        params["_meta"] = {**(meta or {}), **self._envelope(rounds)}
+        if rounds.input_responses:
+            params["inputResponses"] = {key: _dumped(value) for key, value in rounds.input_responses.items()}
+        if rounds.request_state is not None:
+            params["requestState"] = rounds.request_state
+        return await self._forwarder.request(method, params, progress)
+
+    def _envelope(self, rounds: Rounds) -> dict[str, Any]:
+        declared = rounds.client_capabilities or {}
+        info = (
+            self._client_info.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if self._client_info
+            else {}
+        )
+        return {
+            PROTOCOL_VERSION_META_KEY: self.protocol_version,
+            CLIENT_INFO_META_KEY: info,
+            CLIENT_CAPABILITIES_META_KEY: {key: declared[key] for key in RELAYED if key in declared},
+        }
+
     async def read_resource(
         self, uri: str, *, rounds: Rounds | None = None
     ) -> types.ReadResourceResult | types.InputRequiredResult:
         with sdk_errors():
             if rounds is not None and self._own_rounds(rounds):
+                if self._forwarder is not None:
+                    raw = await self._raw_round("resources/read", {"uri": uri}, None, rounds)
+                    return _validated(raw, types.ReadResourceResult)
                 return await self._session.read_resource(
                     uri,
                     input_responses=rounds.input_responses,
@@ -168,6 +222,12 @@ class SdkSession:
     ) -> types.GetPromptResult | types.InputRequiredResult:
         with sdk_errors():
             if rounds is not None and self._own_rounds(rounds):
+                if self._forwarder is not None:
+                    fields: dict[str, Any] = {"name": name}
+                    if arguments is not None:
+                        fields["arguments"] = arguments
+                    raw = await self._raw_round("prompts/get", fields, None, rounds)
+                    return _validated(raw, types.GetPromptResult)
                 return await self._session.get_prompt(
                     name,
                     arguments,
@@ -297,6 +357,35 @@ class _Callbacks:
         return await self._ask("roots/list", None, types.ListRootsResult)
 
 
+#: the client capabilities whose requests assern relays, declared on a client's behalf
+RELAYED = ("sampling", "elicitation", "roots")
+
+
+def _dumped(value: Any) -> Any:
+    return (
+        value.model_dump(by_alias=True, mode="json", exclude_none=True)
+        if isinstance(value, BaseModel)
+        else value
+    )
+
+
+def _validated(raw: dict[str, Any], model: type[R]) -> R | types.InputRequiredResult:
+    """A raw result as its model, or as the `input_required` round it is."""
+    chosen: type[BaseModel] = (
+        types.InputRequiredResult if raw.get("resultType") == "input_required" else model
+    )
+    try:
+        return chosen.model_validate(raw)  # type: ignore[return-value]
+    except ValidationError as exc:
+        raise RpcError(
+            types.INTERNAL_ERROR, f"the server's answer is not a valid {chosen.__name__}: {exc}"
+        ) from None
+
+
+def _call_or_round(raw: dict[str, Any]) -> types.CallToolResult | types.InputRequiredResult:
+    return _validated(raw, types.CallToolResult)
+
+
 def _transport(
     spec: ServerSpec, link: ProcessLink, hooks: SessionHooks
 ) -> AbstractAsyncContextManager[TransportStreams] | str:
@@ -330,7 +419,9 @@ async def open_sdk_session(
             elicitation_callback=callbacks.elicitation,
             list_roots_callback=callbacks.roots,
         ) as client:
-            yield SdkSession(client, hooks)
+            yield SdkSession(
+                client, hooks, link.forwarder if spec.transport == "stdio" else None, client_info
+            )
 
 
 # ------------------------------------------------------------ stdio, for the SDK

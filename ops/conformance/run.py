@@ -3,7 +3,7 @@
     python ops/conformance/run.py                    # hybrid naming, harness 0.1.16
     python ops/conformance/run.py --naming prefix    # the original Assern's resource URIs
     python ops/conformance/run.py --install-only     # fetch Node and the harness, run nothing
-    python ops/conformance/run.py --harness 0.2.0-alpha.12 --requirements 2026-07-28
+    python ops/conformance/run.py --harness 0.2.0-alpha.12 --requirements 2026-07-28  # MODERN_HARNESS
                                                      # the stateless revision's scenarios
 
 The harness (`@modelcontextprotocol/conformance` from the npm registry) needs Node 22
@@ -47,6 +47,8 @@ TOOLS = HERE / ".tools"
 FIXTURE = HERE / "fixture_server.py"
 HARNESS_PACKAGE = "@modelcontextprotocol/conformance"
 HARNESS_VERSION = "0.1.16"
+#: the first harness release with the 2026-07-28 scenarios (`--requirements 2026-07-28`)
+MODERN_HARNESS = "0.2.0-alpha.12"
 NODE_PACKAGE = "node@22"
 MIN_NODE = 22
 #: the stateless revisions: their scenarios are run with assern speaking that revision to

@@ -4,6 +4,7 @@ made it, whichever era each side speaks: as requests for a handshake-era client,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -173,4 +174,11 @@ async def test_a_2026_backends_own_rounds_pass_through_unchanged(
             assert refused.value.error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
             assert refused.value.error.data == {"requiredCapabilities": {"elicitation": {}}}
             assert "elicitation capability" in refused.value.error.message
+
+            # On a stdio backend the request's envelope declares this client's capabilities
+            # (assern's own would include elicitation and roots).
+            seen = json.loads(text_of(await client.call_tool("alpha_get_meta", {})))
+            assert seen[types.CLIENT_CAPABILITIES_META_KEY] == {"sampling": {}}
+            assert seen[types.PROTOCOL_VERSION_META_KEY] == "2026-07-28"
+            assert seen[types.CLIENT_INFO_META_KEY]["name"] == "assern"
             assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"

@@ -75,3 +75,31 @@ def test_every_scenario_that_passes_directly_passes_through_assern(tmp_path: Pat
         assert "resources-read-text" in outcomes["expected"]
         assert outcomes["assern"]["tools-list"]
         assert outcomes["assern"]["resources-list"]
+
+
+@pytest.mark.e2e
+@needs_node
+def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(tmp_path: Path) -> None:
+    """The newer harness's scenarios for the stateless revision, assern speaking it to the
+    fixture too: input rounds, per-request capabilities, caching hints, headers."""
+    out = tmp_path / "outcomes.json"
+    argv = [sys.executable, str(RUN), "--harness", runner.MODERN_HARNESS, "--requirements", "2026-07-28"]
+    done = subprocess.run(
+        [*argv, "--json", str(out)], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcomes = json.loads(out.read_text())
+    assert len(outcomes["direct"]) >= 45  # the revision's required scenarios ran
+    assert outcomes["unexplained"] == []
+    assert outcomes["expected"] == []
+    assert outcomes["assern"] == outcomes["direct"]
+    for scenario in (
+        "server-stateless",
+        "caching",
+        "input-required-result-basic-elicitation",
+        "input-required-result-multi-round",
+        "input-required-result-non-tool-request",
+        "input-required-result-capability-check",
+        "input-required-result-tampered-state",
+    ):
+        assert outcomes["assern"][scenario], scenario
