@@ -19,6 +19,15 @@ if TYPE_CHECKING:
     from assern.actors.backend.messages import Rounds
 
 
+def unknown_state(state: str) -> RpcError:
+    """The error for a `requestState` nobody here issued or still holds (-32602)."""
+    return RpcError(
+        types.INVALID_PARAMS,
+        "requestState is unknown or expired: send the request again without it",
+        {"requestState": state},
+    )
+
+
 def refuse_foreign_state(rounds: Rounds | None) -> None:
     """Raise the unknown-state error when `rounds` carries a `requestState`.
 
@@ -26,8 +35,4 @@ def refuse_foreign_state(rounds: Rounds | None) -> None:
         RpcError: -32602, with the state in its data.
     """
     if rounds is not None and rounds.request_state is not None:
-        raise RpcError(
-            types.INVALID_PARAMS,
-            "requestState is unknown or expired: send the request again without it",
-            {"requestState": rounds.request_state},
-        )
+        raise unknown_state(rounds.request_state)

@@ -31,6 +31,7 @@ import mcp_types as types
 import structlog
 import trio
 
+from assern.actors.backend.rounds import unknown_state
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import ASK, Peer, RequestContext
 
@@ -215,11 +216,7 @@ class RoundTrips:
         state = params.request_state
         flight = self._parked.pop(state, None)
         if flight is None:
-            raise RpcError(
-                types.INVALID_PARAMS,
-                "requestState is unknown or expired: send the request again without it",
-                {"requestState": state},
-            )
+            raise unknown_state(state)
         if flight.method != method or flight.identity != request_identity(params):
             self._parked[state] = flight  # not this request's: the rightful retry may still come
             raise RpcError(
