@@ -18,6 +18,13 @@ from assern.actors.jsonrpc.errors import RpcError
 if TYPE_CHECKING:
     from assern.actors.backend.messages import Rounds
 
+#: the client capability each request a backend may ask of its client needs
+CAPABILITY_OF = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+
 
 def unknown_state(state: str) -> RpcError:
     """The error for a `requestState` nobody here issued or still holds (-32602)."""

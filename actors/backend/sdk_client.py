@@ -37,7 +37,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.forward import Forwarder, ForwardLost
-from assern.actors.backend.rounds import refuse_foreign_state
+from assern.actors.backend.rounds import CAPABILITY_OF, refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, write_lines
@@ -136,6 +136,9 @@ class SdkSession:
         progress: ProgressSink | None = None,
         rounds: Rounds | None = None,
     ) -> types.CallToolResult | types.InputRequiredResult:
+        # `meta` is the client's own `_meta` dict, passed as it came; the SDK types it as
+        # its RequestParamsMeta TypedDict.
+        sent_meta = cast("types.RequestParamsMeta | None", meta)
         with sdk_errors():
             if rounds is not None and self._own_rounds(rounds):
                 # The client answers the backend's `input_required` itself: its keys and
@@ -143,8 +146,7 @@ class SdkSession:
                 if self._forwarder is not None:
                     fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
                     raw = await self._raw_round("tools/call", fields, meta, rounds, progress)
-                    return _call_or_round(raw)
-                sent_meta = cast("types.RequestParamsMeta | None", meta)  # the client's, as it came
+                    return _validated(raw, types.CallToolResult)
                 return await self._session.call_tool(
                     name,
                     arguments,
@@ -156,14 +158,8 @@ class SdkSession:
                 )
             # Else the client drives a 2026-07-28 backend's `input_required` rounds: each
             # input request goes to its callbacks, which ask the call's origin (`_ask`), and
-            # the call is retried with the answers. `meta` is typed as the SDK's
-            # RequestParamsMeta TypedDict; the client's own `_meta` dict passes as it came.
-            return await self._client.call_tool(
-                name,
-                arguments,
-                progress_callback=progress,
-                meta=meta,  # type: ignore[arg-type]
-            )
+            # the call is retried with the answers.
+            return await self._client.call_tool(name, arguments, progress_callback=progress, meta=sent_meta)
 
     async def _raw_round(
         self,
@@ -358,7 +354,7 @@ class _Callbacks:
 
 
 #: the client capabilities whose requests assern relays, declared on a client's behalf
-RELAYED = ("sampling", "elicitation", "roots")
+RELAYED = tuple(CAPABILITY_OF.values())
 
 
 def _dumped(value: Any) -> Any:
@@ -380,10 +376,6 @@ def _validated(raw: dict[str, Any], model: type[R]) -> R | types.InputRequiredRe
         raise RpcError(
             types.INTERNAL_ERROR, f"the server's answer is not a valid {chosen.__name__}: {exc}"
         ) from None
-
-
-def _call_or_round(raw: dict[str, Any]) -> types.CallToolResult | types.InputRequiredResult:
-    return _validated(raw, types.CallToolResult)
 
 
 def _transport(

@@ -23,24 +23,16 @@ import mcp_types as types
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 
 from assern.actors.backend.messages import Rounds
+from assern.actors.backend.rounds import CAPABILITY_OF
 from assern.actors.jsonrpc.errors import RpcError
 
 R = TypeVar("R")
-
-#: the client capability each input request needs
-CAPABILITY_OF = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 
 
 def client_rounds(params: Any) -> Rounds:
     """The round fields of a 2026-07-28 request (`tools/call`, `prompts/get`, `resources/read`)."""
     meta = params.meta
     declared = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
-    if declared is not None and hasattr(declared, "model_dump"):
-        declared = declared.model_dump(by_alias=True, mode="json", exclude_none=True)
     return Rounds(
         input_responses=params.input_responses,
         request_state=params.request_state,
