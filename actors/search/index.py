@@ -21,7 +21,7 @@ import gc
 import heapq
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -292,7 +292,19 @@ class SearchIndex:
         return scored
 
     def find(self, query: str, *, limit: int = 8, server: str | None = None) -> Found:
-        """The tools that best answer `query`, best first (at most `limit`).
+        """The tools that best answer `query`, best first (at most `limit`), each with the
+        share of the query it matches."""
+        ranked, unknown = self.ranked(query, limit=limit, server=server)
+        cover = self.coverage(query, server)
+        hits = tuple(Hit(doc=doc, score=score, coverage=cover(doc)) for doc, score in ranked)
+        return Found(hits=hits, total=self.searched(server), unknown=unknown)
+
+    def ranked(
+        self, query: str, *, limit: int = 8, server: str | None = None
+    ) -> tuple[list[tuple[Doc, float]], tuple[str, ...]]:
+        """The best `limit` tools for `query` with their scores, best first, and the
+        query's terms the catalog does not know at all. Tools scoring under
+        `KEEP_SHARE` of the best are left out; a tool asked for by its name comes first.
 
         Terms are taken rarest first (MaxScore, Turtle & Flood 1995): once the terms left
         cannot lift a tool that matched none so far into the best `limit`, they only add
@@ -300,11 +312,8 @@ class SearchIndex:
         walked.
         """
         limit = max(limit, 1)
-        asked = list(dict.fromkeys(self.analyzer.terms(query, remember=False)))
+        asked = self._asked(query)
         unknown = tuple(term for term in asked if term not in self.df)
-        # Words the catalog never uses (names, places, a repository's name) weigh half:
-        # a task sentence is full of them and still has its answer.
-        weight = sum(self.idf(term) * (UNKNOWN_SHARE if term in unknown else 1.0) for term in asked)
         factors = self.analyzer.expand(asked)
         idf = {term: self.idf(term) * factor for term, factor in factors.items() if term in self.df}
         known = sorted(idf, key=lambda term: -idf[term])
@@ -313,8 +322,13 @@ class SearchIndex:
         rest = [sum(bounds[i:]) for i in range(len(bounds))]
         scores: dict[Doc, float] = {}
         walked = 0
+        # The limit-th best score only grows as terms add to the scores: a bound under
+        # the last one worked out stops the walk without working it out again.
+        floor = -1.0
         for i, (term, (entries, _top)) in enumerate(zip(known, postings, strict=True)):
-            if len(scores) >= limit and rest[i] < heapq.nlargest(limit, scores.values())[-1]:
+            if len(scores) >= limit and rest[i] < floor:
+                break
+            if len(scores) >= limit and rest[i] < (floor := heapq.nlargest(limit, scores.values())[-1]):
                 break
             term_idf = idf[term]
             if server is not None:
@@ -346,32 +360,43 @@ class SearchIndex:
             cut = heapq.nlargest(limit, scores.values())[-1]
             candidates = [item for item in candidates if item[1] >= cut]
         candidates.sort(key=lambda item: (-item[1], item[0].name))
-        ranked = candidates[:limit]
-        hits: list[Hit] = []
-        for doc, score in ranked:
-            if hits and score < KEEP_SHARE * hits[0].score:
+        ranked: list[tuple[Doc, float]] = []
+        for doc, score in candidates[:limit]:
+            if ranked and score < KEEP_SHARE * ranked[0][1]:
                 break
-            coverage = 1.0 if doc in exact or not weight else self._coverage(doc, asked, weight)
-            hits.append(Hit(doc=doc, score=score, coverage=coverage))
-        searched = (
-            self.total
-            if server is None
-            else len(self.segments[server].docs)
-            if server in self.segments
-            else 0
-        )
-        return Found(hits=tuple(hits), total=searched, unknown=unknown)
+            ranked.append((doc, score))
+        return ranked, unknown
 
-    def _coverage(self, doc: Doc, asked: list[str], weight: float) -> float:
-        """The share of the query's weight `doc` matches: each asked term by itself, or
-        at the synonym weight through one of its synonyms."""
-        matched = 0.0
-        for term in asked:
-            if self._has(doc, term):
-                matched += self.idf(term)
-            elif any(self._has(doc, other) for other in self.analyzer.synonyms(term)):
-                matched += SYNONYM_WEIGHT * self.idf(term)
-        return min(1.0, matched / weight)
+    def searched(self, server: str | None) -> int:
+        """How many tools a search (of one server's, or of all) looks at."""
+        if server is None:
+            return self.total
+        return len(self.segments[server].docs) if server in self.segments else 0
+
+    def coverage(self, query: str, server: str | None = None) -> Callable[[Doc], float]:
+        """The share of the query's weight (idf) a tool matches, 0..1: each asked term by
+        itself, or at the synonym weight through one of its synonyms; 1 for a tool asked
+        for by its name. Words the catalog never uses (names, places, a repository's
+        name) weigh half: a task sentence is full of them and still has its answer."""
+        asked = self._asked(query)
+        weight = sum(self.idf(term) * (1.0 if term in self.df else UNKNOWN_SHARE) for term in asked)
+        exact = self.exact(query.strip(), server)
+
+        def covered(doc: Doc) -> float:
+            if doc in exact or not weight:
+                return 1.0
+            matched = 0.0
+            for term in asked:
+                if self._has(doc, term):
+                    matched += self.idf(term)
+                elif any(self._has(doc, other) for other in self.analyzer.synonyms(term)):
+                    matched += SYNONYM_WEIGHT * self.idf(term)
+            return min(1.0, matched / weight)
+
+        return covered
+
+    def _asked(self, query: str) -> list[str]:
+        return list(dict.fromkeys(self.analyzer.terms(query, remember=False)))
 
     def _has(self, doc: Doc, term: str) -> bool:
         # Only terms of the catalog are scored (and kept): a query's other words are not.

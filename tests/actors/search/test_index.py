@@ -167,3 +167,17 @@ def test_a_name_several_servers_use_finds_each_of_their_tools_first() -> None:
     assert names(index(GITHUB, gitlab).find("create_issue", server="gitlab")) == ["gitlab_create_issue"]
     # the exposed name picks the one tool
     assert names(index(GITHUB, gitlab).find("gitlab_create_issue"))[0] == "gitlab_create_issue"
+
+
+def test_ranking_and_coverage_apart_give_what_find_gives() -> None:
+    idx = index(GITHUB, FILES, SLACK)
+    for query in ("create a new issue in my repo", "read_file", "post to a channel", "zebra"):
+        ranked, unknown = idx.ranked(query, limit=5)
+        cover = idx.coverage(query)
+        found = idx.find(query, limit=5)
+        assert [(hit.doc, hit.score, hit.coverage) for hit in found.hits] == [
+            (doc, score, cover(doc)) for doc, score in ranked
+        ]
+        assert found.unknown == unknown
+    assert idx.coverage("read_file")(idx.exact("read_file", None)[0]) == 1.0
+    assert idx.coverage("zebra")(idx.docs()[0]) == 0.0
