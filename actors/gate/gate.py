@@ -1,5 +1,5 @@
-"""A tool's gate: everything a call passes through before and after its backend, compiled
-once per catalog snapshot (never per call)."""
+"""A tool's gate: everything a call passes through before and after its backend, built
+once per catalog snapshot (never per call; its schemas are compiled on the first call)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from assern.actors.gate.validation import (
     Check,
     InvalidSchema,
     SchemaCache,
-    compile_schema,
+    check_schema,
     rejection_text,
 )
 
@@ -35,11 +35,12 @@ class Gate:
     Attributes:
         validate: "warn" logs bad arguments and forwards; "strict" answers them with an
             error result and never calls the backend; "off" checks nothing.
-        inputs: The compiled inputSchema (None: not validated).
-        outputs: The compiled outputSchema (None: none declared, or not validated).
+        inputs: The inputSchema's check (None: not validated).
+        outputs: The outputSchema's check (None: none declared, or not validated).
         confirm: The calling client is asked (MCP elicitation) before the call is sent.
-        schema_problem: Why the backend's own schemas could not be compiled, if they
-            could not (its tool is then served unvalidated).
+        schema_problem: Why the backend's own schemas are not JSON Schema, if they are
+            not (its tool is then served unvalidated); see `broken` for what compiling
+            found later.
         chain: The middlewares around the forwarding (None: none).
     """
 
@@ -57,13 +58,24 @@ class Gate:
         path takes those calls)."""
         return not self.confirm and self.chain is None
 
+    @property
+    def broken(self) -> str | None:
+        """Why this tool's schemas are not checked, if they are not: not JSON Schema
+        (known when the catalog was built), or not compilable (known since a call)."""
+        if self.schema_problem is not None:
+            return self.schema_problem
+        for check in (self.inputs, self.outputs):
+            if check is not None and check.problem is not None:
+                return check.problem
+        return None
+
     def input_problems(self, arguments: Mapping[str, Any] | None) -> list[str]:
         if self.inputs is None:
             return []
         return self.inputs.problems(arguments if arguments is not None else {})
 
     def output_problems(self, structured: Any) -> list[str]:
-        if self.outputs is None:
+        if self.outputs is None or self.outputs.compiled() is None:
             return []
         if structured is None:
             return ["$: no structuredContent, although the tool declares an outputSchema"]
@@ -81,7 +93,7 @@ def build_gate(
 ) -> Gate | None:
     """The gate of `tool` under `rules`, or None when its calls pass untouched
     (`schemas`: compiled schemas to reuse; `chain`: its middlewares)."""
-    compile_ = schemas.compile if schemas is not None else compile_schema
+    check = schemas.check if schemas is not None else check_schema
     mode = validate_mode(rules, grouped=grouped)
     confirm = needs_confirm(rules, names, tool)
     if mode == "off" and not confirm and chain is None:
@@ -90,9 +102,9 @@ def build_gate(
     problem = None
     if mode != "off":
         try:
-            inputs = compile_(tool.input_schema)
+            inputs = check(tool.input_schema)
             if tool.output_schema is not None:
-                outputs = compile_(tool.output_schema)
+                outputs = check(tool.output_schema)
         except InvalidSchema as exc:
             inputs = outputs = None
             problem = str(exc)
@@ -122,6 +134,7 @@ def screen_arguments(
     """Check a call's arguments: the result that answers it instead of the backend when
     strict validation stops it, else None (a "warn" gate logs what it found)."""
     problems = gate.input_problems(arguments)
+    _tell_uncompilable(gate.inputs, server, original)
     if not problems:
         return None
     if gate.validate == "strict":
@@ -141,7 +154,16 @@ def screen_result(
     if gate.outputs is None or result.get("isError"):
         return None
     problems = gate.output_problems(result.get("structuredContent"))
+    _tell_uncompilable(gate.outputs, server, original)
     if not problems:
         return None
     log.warning("result_schema_mismatch", server=server, tool=original, problems=problems)
     return output_mismatch(server, original, problems) if gate.validate == "strict" else None
+
+
+def _tell_uncompilable(check: Check | None, server: str, original: str) -> None:
+    """Log once that a schema valid as JSON Schema could not be compiled when its tool
+    was first called (its checks are skipped from then on; `assernctl status` lists it)."""
+    if check is not None and check.problem is not None and not check.told:
+        check.told = True
+        log.warning("backend_schema_uncompilable", server=server, tool=original, problem=check.problem)

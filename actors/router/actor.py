@@ -161,7 +161,7 @@ class RouterActor:
     def _report_schemas(self, catalog: Catalog) -> None:
         """Log each backend schema that is not valid JSON Schema once (its tool is served
         unvalidated; `assernctl status` lists them too)."""
-        for tool, (server, problem) in catalog.schema_problems().items():
+        for tool, (server, problem) in catalog.schema_problems(since_built=False).items():
             key = (server, tool, problem)
             if key not in self._reported_schemas:
                 self._reported_schemas.add(key)

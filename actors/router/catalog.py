@@ -138,14 +138,17 @@ class Catalog:
     def tool_list(self) -> list[types.Tool]:
         return list(self.listed)
 
-    def schema_problems(self) -> dict[str, tuple[str, str]]:
+    def schema_problems(self, *, since_built: bool = True) -> dict[str, tuple[str, str]]:
         """exposed name -> (server, why) of every tool whose own schemas are not valid
-        JSON Schema (served unvalidated)."""
-        return {
-            name: (route.server, route.gate.schema_problem)
-            for name, route in self.tools.items()
-            if route.gate is not None and route.gate.schema_problem is not None
-        }
+        JSON Schema (served unvalidated); with `since_built`, also those a first call
+        found cannot be compiled."""
+        found = {}
+        for name, route in self.tools.items():
+            gate = route.gate
+            why = None if gate is None else gate.broken if since_built else gate.schema_problem
+            if why is not None:
+                found[name] = (route.server, why)
+        return found
 
 
 def search_sources(listings: Iterable[BackendListing], catalog: Catalog) -> list[SegmentInput]:

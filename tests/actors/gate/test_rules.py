@@ -2,9 +2,10 @@
 and how the layers add up."""
 
 import mcp_types as types
+import structlog
 
 from assern.actors.config.spec import CallRules
-from assern.actors.gate.gate import build_gate
+from assern.actors.gate.gate import build_gate, screen_arguments, screen_result
 from assern.actors.gate.rules import (
     combine,
     is_destructive,
@@ -91,6 +92,26 @@ def test_a_backend_schema_that_cannot_compile_is_served_unvalidated() -> None:
     assert gate.inputs is None
     assert gate.schema_problem
     assert gate.input_problems({"a": "anything"}) == []
+
+
+def test_a_schema_that_compiles_only_on_a_call_and_fails_is_told_once_and_skipped() -> None:
+    odd = types.Tool(
+        name="x",
+        input_schema={"type": "object", "properties": {"a": {"type": "string", "pattern": "(["}}},
+        output_schema={"type": "object", "required": ["n"]},
+    )
+    gate = build_gate(odd, CallRules(validate="strict"), NAMES)
+    assert gate is not None
+    assert gate.inputs is not None
+    assert not gate.broken  # valid JSON Schema: nothing known before a call
+    with structlog.testing.capture_logs() as logs:
+        for _ in range(2):
+            assert screen_arguments(gate, odd, "s", "x", {"a": 5}, None) is None
+    assert gate.broken is not None
+    told = [entry for entry in logs if entry["event"] == "backend_schema_uncompilable"]
+    assert [(entry["server"], entry["tool"]) for entry in told] == [("s", "x")]
+    # the output schema compiles: still checked
+    assert screen_result(gate, "s", "x", {"structuredContent": {}}) is not None
 
 
 def test_output_problems_include_a_missing_structured_content() -> None:

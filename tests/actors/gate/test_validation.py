@@ -6,6 +6,7 @@ import pytest
 from assern.actors.gate.validation import (
     InvalidSchema,
     SchemaCache,
+    check_schema,
     compile_schema,
     fields_summary,
     json_path,
@@ -97,15 +98,48 @@ def test_paths_and_the_text_a_model_reads() -> None:
 def test_the_cache_compiles_each_schema_object_once_and_forgets_unused_ones() -> None:
     cache = SchemaCache()
     schema = {**ISSUE}
-    first = cache.compile(schema)
-    assert cache.compile(schema) is first
-    assert cache.compile({**ISSUE}) is not first  # an equal but other object: its own entry
+    first = cache.check(schema)
+    assert cache.check(schema) is first
+    assert cache.check({**ISSUE}) is not first  # an equal but other object: its own entry
     broken = {"type": "object", "properties": {"a": {"type": "strin"}}}
     for _ in range(2):
         with pytest.raises(InvalidSchema, match="strin"):
-            cache.compile(broken)
+            cache.check(broken)
     cache.sweep()
-    assert cache.compile(schema) is first  # used since the last sweep: kept
+    assert cache.check(schema) is first  # used since the last sweep: kept
     cache.sweep()
     cache.sweep()
-    assert cache.compile(schema) is not first  # unused through a whole sweep: forgotten
+    assert cache.check(schema) is not first  # unused through a whole sweep: forgotten
+
+
+def test_a_schema_is_checked_at_once_and_compiled_on_first_use() -> None:
+    check = check_schema(ISSUE)
+    assert check._validator is None  # nothing compiled yet
+    assert check.problems({"repo": "a"}) == ['$: "title" is a required property']
+    first = check.compiled()
+    assert first is not None
+    check.problems({})
+    assert check.compiled() is first  # compiled once
+    with pytest.raises(InvalidSchema, match="strin"):  # not JSON Schema: known at once
+        check_schema({"type": "object", "properties": {"a": {"type": "strin"}}})
+
+
+def test_what_only_compiling_finds_is_kept_and_the_schema_left_unchecked() -> None:
+    unresolved = check_schema({"$ref": "http://example.invalid/s.json"})  # valid JSON Schema
+    assert not unresolved.problem
+    assert unresolved.problems({"any": "thing"}) == []
+    assert unresolved.problem is not None
+    assert "example.invalid" in unresolved.problem
+    assert unresolved.is_valid(5)
+    bad_pattern = check_schema({"type": "string", "pattern": "(["})
+    assert bad_pattern.problems("x") == []
+    assert bad_pattern.problem
+
+
+def test_a_dialect_unknown_offline_is_left_to_the_compiler_never_fetched() -> None:
+    check = check_schema({"$schema": "http://example.invalid/meta", "type": "object"})
+    assert check.problems({}) == []
+    assert check.problem is not None
+    assert "example.invalid" in check.problem
+    draft7 = check_schema({"$schema": "http://json-schema.org/draft-07/schema#", "type": "integer"})
+    assert draft7.problems("x") == ['$: "x" is not of type "integer"']
