@@ -109,3 +109,17 @@ def test_unknown_tool_suggestions_name_close_names_and_owners() -> None:
     assert nothing.close == ()
     assert nothing.same_base == ()
     assert "tools/list" in unknown_tool_message("zzz", nothing)
+
+
+def test_schema_problems_known_at_build_and_found_by_a_first_call() -> None:
+    not_schema = types.Tool(name="a", input_schema={"type": "object", "properties": {"x": {"type": 5}}})
+    uncompilable = types.Tool(
+        name="b", input_schema={"type": "object", "properties": {"x": {"pattern": "(["}}}
+    )
+    catalog = build_catalog([BackendListing(server="s", tools=(not_schema, uncompilable))])
+    assert set(catalog.schema_problems()) == {"s_a"}
+    gate = catalog.tools["s_b"].gate
+    assert gate is not None
+    assert gate.input_problems({"x": "y"}) == []  # the first call compiles: it fails
+    assert set(catalog.schema_problems()) == {"s_a", "s_b"}  # assernctl status lists both
+    assert set(catalog.schema_problems(since_built=False)) == {"s_a"}  # the router logged that one
