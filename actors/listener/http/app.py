@@ -22,7 +22,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Receive
 
-from assern.actors.listener.http.checks import authenticate, check_host_origin
+from assern.actors.listener.http.checks import authenticate, check_header_size, check_host_origin
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
 from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.protocol import modern_client_name
@@ -75,6 +75,10 @@ class HttpApp:
             return
         if kind != "http":
             return  # websockets are not served
+        oversized = check_header_size(scope["headers"], self._spec().max_header_bytes)
+        if oversized is not None:
+            await self.refuse(scope, send, oversized, None)
+            return
         path = scope["path"].rstrip("/") or "/"
         if path == MCP_PATH:
             await self._mcp(scope, receive, send)

@@ -5,6 +5,8 @@
   or a configured `allowed_origins` entry: together they stop DNS rebinding, where a
   web page re-points its own host name at 127.0.0.1 to reach local services.
 - A bearer token, when the front asks for one (listen.ListenSpec.needs_token).
+- The request's headers no larger than `max_header_bytes` in all (the HTTP server
+  itself bounds only a head still arriving, not one read whole).
 """
 
 from __future__ import annotations
@@ -76,3 +78,12 @@ def authenticate(headers: Mapping[str, str], tokens: TokenStore, spec: ListenSpe
     if name is None:
         return Refusal(401, "Invalid or revoked token", "bad_token", challenge)
     return name
+
+
+def check_header_size(headers: Iterable[tuple[bytes, bytes]], most: int) -> Refusal | None:
+    """A refusal (431) when the headers take more than `most` bytes, each counted as
+    the `name: value` line it was sent as."""
+    size = sum(len(name) + len(value) + 4 for name, value in headers)
+    if size <= most:
+        return None
+    return Refusal(431, f"Request headers too large ({size} bytes; at most {most})", "headers_too_large")

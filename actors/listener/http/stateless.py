@@ -123,6 +123,12 @@ class StatelessClients:
         idle = [(h.last_used, k) for k, h in self.clients.items() if k[0] == owner and not h.in_flight]
         if idle:
             _, key = min(idle)
+            log.info(
+                "http_stateless_client_dropped",
+                client_name=key[1],
+                token=key[0],
+                reason=f"the token has {MAX_CLIENTS_PER_TOKEN} clients; this one was idle longest",
+            )
             self.clients.pop(key).cancel.cancel()
 
     async def _expire(self) -> None:

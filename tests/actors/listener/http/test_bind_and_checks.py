@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from assern.actors.config.listen import Bind, BindError, ListenSpec, listen_problems, parse_bind
-from assern.actors.listener.http.checks import authenticate, check_host_origin
+from assern.actors.listener.http.checks import authenticate, check_header_size, check_host_origin
 from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.http.tokens import TokenStore
 
@@ -133,3 +133,13 @@ def test_authentication(tmp_path: Path) -> None:
         assert refusal.reason == reason
         assert ("www-authenticate", 'Bearer realm="assern"') in refusal.headers
         assert token not in refusal.message
+
+
+def test_headers_are_measured_as_sent() -> None:
+    headers = [(b"host", b"127.0.0.1"), (b"x-pad", b"p" * 100)]
+    size = 4 + 9 + 4 + 5 + 100 + 4
+    assert check_header_size(headers, size) is None
+    refused = check_header_size(headers, size - 1)
+    assert refused is not None
+    assert (refused.status, refused.reason) == (431, "headers_too_large")
+    assert f"({size} bytes; at most {size - 1})" in refused.message
