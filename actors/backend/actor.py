@@ -163,6 +163,7 @@ class BackendActor:
             ask=self.calls.ask_origin,
             stderr=self._stderr_line,
             spawned=lambda pid: self._on_spawn(self.spec.name, pid),
+            lost=lambda why: self._finish(BackendExited(self.spec.name, why)),
         )
 
     def _request_refresh(self) -> None:

@@ -30,3 +30,6 @@ class SessionHooks:
     stderr: Callable[[str], None] = lambda _line: None
     #: the backend process was started, with this pid
     spawned: Callable[[int], None] = lambda _pid: None
+    #: the connection to the backend is gone for good (an SSE backend's event stream
+    #: ended), and why: the backend has exited as far as assern can tell
+    lost: Callable[[str], None] = lambda _why: None

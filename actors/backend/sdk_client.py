@@ -43,7 +43,7 @@ from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.jsonrpc.sdk import from_sdk, write_lines
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import AsyncIterator, Callable, Iterator
 
     from anyio.streams.memory import MemoryObjectSendStream
     from mcp.client._transport import TransportStreams
@@ -386,11 +386,36 @@ def _transport(
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
-        return sse_client(spec.url or "", headers=dict(spec.headers))
+        return _end_is_exit(sse_client(spec.url or "", headers=dict(spec.headers)), hooks.lost)
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
     return streamable_http_client(spec.url or "", http_client=httpx2.AsyncClient(headers=dict(spec.headers)))
+
+
+@contextlib.asynccontextmanager
+async def _end_is_exit(
+    streams: AbstractAsyncContextManager[TransportStreams], lost: Callable[[str], None]
+) -> AsyncIterator[TransportStreams]:
+    """`streams` whose read side's end is reported to `lost`: an SSE backend speaks only
+    on its event stream, so when that stream ends (the server went away, or closed it)
+    the backend is gone, even if no request is waiting to notice."""
+    async with streams as (read, write):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+
+        async def pump() -> None:
+            why = "closed its event stream"
+            async with send:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        why = f"lost its event stream: {item}"
+                    await send.send(item)
+            lost(why)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump)
+            yield receive, write
+            nursery.cancel_scope.cancel()
 
 
 @contextlib.asynccontextmanager

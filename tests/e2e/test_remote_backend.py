@@ -1,22 +1,30 @@
-"""A remote backend over streamable HTTP, with a header from the environment."""
+"""Remote backends over streamable HTTP and over HTTP+SSE: aggregated with a header from
+the environment, supervised like a process (a lost server is an exit: restarted with
+backoff, the reason in `assernctl status`), and held to their per-backend timeout (a
+JSON-RPC error naming it)."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 from content import text_in
 from harness import AssernEnv
+from instances import ctl_json
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.e2e
 
 HTTP_SERVER = Path(__file__).resolve().parents[1] / "servers" / "http_server.py"
+TRANSPORTS = ["streamable-http", "sse"]
 
 
 def free_port() -> int:
@@ -25,11 +33,9 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
-async def test_a_remote_backend_is_aggregated_with_its_headers(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], transport: str
-) -> None:
-    port = free_port()
+@asynccontextmanager
+async def remote_server(port: int, transport: str) -> AsyncIterator[trio.Process]:
+    """The HTTP test server on `port`, once it listens; killed afterwards."""
     flags = ["--sse"] if transport == "sse" else []
     remote = await trio.lowlevel.open_process(
         [sys.executable, str(HTTP_SERVER), "--port", str(port), *flags], stderr=subprocess.PIPE
@@ -42,23 +48,95 @@ async def test_a_remote_backend_is_aggregated_with_its_headers(
                 chunk = await remote.stderr.receive_some(1024)
                 assert chunk, "the HTTP test server exited before it was ready"
                 seen += chunk
-        path = "/sse" if transport == "sse" else "/mcp"
-        config = write_config(
-            "[servers.remote]\n"
-            f'url = "http://127.0.0.1:{port}{path}"\n'
-            f'transport = "{transport}"\n'
-            'headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }\n'
-        )
+        yield remote
+    finally:
+        remote.kill()
+        await remote.wait()
+
+
+def remote_table(port: int, transport: str, extra: str = "") -> str:
+    path = "/sse" if transport == "sse" else "/mcp"
+    return (
+        "[servers.remote]\n"
+        f'url = "http://127.0.0.1:{port}{path}"\n'
+        f'transport = "{transport}"\n'
+        'headers = { Authorization = "Bearer ${REMOTE_TOKEN}" }\n' + extra
+    )
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_remote_backend_is_aggregated_with_its_headers(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], transport: str
+) -> None:
+    port = free_port()
+    async with remote_server(port, transport):
+        config = write_config(remote_table(port, transport))
         assern_env.env["REMOTE_TOKEN"] = "s3cret-token"
         with trio.fail_after(60):
             async with Client(assern_env.serve(config), mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
-                assert names == {"remote_echo", "remote_whoami"}
+                assert names == {"remote_echo", "remote_sleep", "remote_whoami"}
                 echoed = await client.call_tool("remote_echo", {"text": "over http"})
                 assert text_in(echoed.content[0]) == "over http"
                 who = await client.call_tool("remote_whoami", {})
                 assert text_in(who.content[0]) == "Bearer s3cret-token"
-        assert "s3cret-token" not in (assern_env.assern_home / "logs" / "assern.log").read_text()
-    finally:
-        remote.kill()
-        await remote.wait()
+    assert "s3cret-token" not in (assern_env.assern_home / "logs" / "assern.log").read_text()
+
+
+async def remote_status(env: AssernEnv, config: Path) -> dict[str, Any]:
+    status = await ctl_json(env, "status", "--config", str(config))
+    [remote] = [b for b in status["backends"] if b["name"] == "remote"]
+    return dict(remote)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_lost_remote_server_is_restarted_with_backoff_and_status_says_why(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], transport: str
+) -> None:
+    port = free_port()
+    config = write_config(remote_table(port, transport, "backoff_initial = 0.5\nbackoff_max = 1\n"))
+    assern_env.env["REMOTE_TOKEN"] = "t"
+    with trio.fail_after(90):
+        async with Client(assern_env.serve(config), mode="legacy") as client:
+            async with remote_server(port, transport):
+                echoed = await client.call_tool("remote_echo", {"text": "first"})
+                assert text_in(echoed.content[0]) == "first"
+            # the server is gone: a call gets a clear error, the backend restarts
+            with pytest.raises(MCPError, match="server 'remote' is unavailable"):
+                await client.call_tool("remote_echo", {"text": "lost"})
+            down = await remote_status(assern_env, config)
+            with trio.fail_after(15):  # noticed at once, not at the next ping
+                while down["restarts"] == 0 or down["state"] == "ready":
+                    await trio.sleep(0.1)
+                    down = await remote_status(assern_env, config)
+            assert down["state"] in ("restarting", "starting", "failed")
+            assert down["last_error"] or down["last_exit"]
+            why = f"{down['last_error']} {down['last_exit']}"
+            assert any(word in why.lower() for word in ("connect", "closed", "event stream")), why
+            # it comes back on the same address: the next restart finds it
+            async with remote_server(port, transport):
+                while (up := await remote_status(assern_env, config))["state"] != "ready":  # noqa: ASYNC110 - another process's state
+                    await trio.sleep(0.1)
+                assert up["restarts"] >= 1
+                echoed = await client.call_tool("remote_echo", {"text": "again"})
+                assert text_in(echoed.content[0]) == "again"
+    restarts = [e for e in assern_env.log_events() if e.get("event") == "backend_restart_scheduled"]
+    assert restarts, "each restart is logged with its delay"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_remote_call_past_the_backend_s_timeout_is_answered_with_an_error(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], transport: str
+) -> None:
+    port = free_port()
+    config = write_config(remote_table(port, transport, "timeout = 1\n"))
+    assern_env.env["REMOTE_TOKEN"] = "t"
+    async with remote_server(port, transport):
+        with trio.fail_after(60):
+            async with Client(assern_env.serve(config), mode="legacy") as client:
+                started = trio.current_time()
+                with pytest.raises(MCPError, match="server 'remote' did not answer within 1 s"):
+                    await client.call_tool("remote_sleep", {"seconds": 10})
+                assert trio.current_time() - started < 8
+                quick = await client.call_tool("remote_sleep", {"seconds": 0})
+                assert text_in(quick.content[0]) == "slept 0 s"

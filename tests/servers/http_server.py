@@ -5,8 +5,9 @@
 
 Serves http://127.0.0.1:PORT/mcp (with `--sse`: GET /sse, POST /messages/). Tools:
 `echo(text)` -> exactly `text`; `whoami()` -> the Authorization header of the request
-that called it (or `<none>`). It runs uvicorn in its own process (uvicorn is asyncio's;
-assern itself never runs it) and prints `ready` on stderr once it listens.
+that called it (or `<none>`); `sleep(seconds)` answers after that long. It runs uvicorn
+in its own process (uvicorn is asyncio's; assern itself never runs it) and prints
+`ready` on stderr once it listens.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import argparse
 import sys
 from typing import Any
 
+import anyio
 import mcp_types as types
 import uvicorn
 from mcp.server.lowlevel.server import Server
@@ -25,6 +27,15 @@ TOOLS = [
         name="echo",
         description="Return the text unchanged.",
         input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    ),
+    types.Tool(
+        name="sleep",
+        description="Answer after the given number of seconds.",
+        input_schema={
+            "type": "object",
+            "properties": {"seconds": {"type": "number"}},
+            "required": ["seconds"],
+        },
     ),
     types.Tool(
         name="whoami",
@@ -41,6 +52,10 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     if params.name == "echo":
         text = str((params.arguments or {}).get("text", ""))
+    elif params.name == "sleep":
+        seconds = float((params.arguments or {}).get("seconds", 0))
+        await anyio.sleep(seconds)
+        text = f"slept {seconds:g} s"
     else:
         request = ctx.request
         text = request.headers.get("authorization", "<none>") if request is not None else "<none>"
