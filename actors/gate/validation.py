@@ -42,6 +42,10 @@ def json_path(parts: Sequence[str | int]) -> str:
     return out
 
 
+#: What jsonschema-rs raises for a schema it cannot check or compile.
+_SCHEMA_ERRORS = (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError)
+
+
 def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else text
 
@@ -76,7 +80,7 @@ class Check:
         if self._validator is None and self.problem is None:
             try:
                 self._validator = jsonschema_rs.validator_for(dict(self.schema), offline=True)
-            except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+            except _SCHEMA_ERRORS as exc:
                 self.problem = _first_line(str(exc))
         return self._validator
 
@@ -156,7 +160,7 @@ def check_schema(schema: Mapping[str, Any]) -> Check:
     if dialect is None or (isinstance(dialect, str) and dialect.rstrip("#") in _DIALECTS):
         try:
             jsonschema_rs.meta.validate(dict(schema))
-        except (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError) as exc:
+        except _SCHEMA_ERRORS as exc:
             raise InvalidSchema(_first_line(str(exc))) from None
     properties = schema.get("properties")
     fields = tuple(properties) if isinstance(properties, Mapping) else ()
