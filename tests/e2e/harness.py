@@ -118,6 +118,21 @@ class Wire:
         return answer
 
 
+#: A raw `initialize` POST of the handshake era, for tests that speak HTTP by hand.
+HTTP_INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+#: The headers of a raw MCP POST.
+POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
 def server_table(name: str, *flags: str) -> str:
     """A `[servers.NAME]` table that runs the SDK test server."""
     args = ", ".join(f'"{a}"' for a in (str(TESTING_SERVER), "--name", name, *flags))

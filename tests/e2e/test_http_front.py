@@ -14,7 +14,8 @@ import mcp_types as types
 import pytest
 import trio
 from content import text_in
-from harness import AssernEnv, HttpFront, http_front, server_table
+from harness import HTTP_INIT as INIT
+from harness import POST_HEADERS, AssernEnv, HttpFront, http_front, server_table
 from instances import wait_until
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -33,17 +34,6 @@ pytestmark = [
 ]
 
 MODES = ["legacy", "2026-07-28"]
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 @asynccontextmanager

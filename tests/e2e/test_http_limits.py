@@ -7,7 +7,6 @@ from __future__ import annotations
 import ssl
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import mcp_types as types
@@ -15,8 +14,9 @@ import pytest
 import trio
 import trustme
 from content import text_in
-from harness import AssernEnv, http_front, server_table
-from instances import wait_until
+from harness import HTTP_INIT as INIT
+from harness import POST_HEADERS, AssernEnv, http_front, server_table
+from instances import events, wait_until
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -27,22 +27,7 @@ pytestmark = [
     ),
 ]
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
-POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-
-
-def events(env: AssernEnv, name: str) -> list[dict[str, Any]]:
-    return [e for e in env.log_events() if e.get("event") == name]
 
 
 def in_session(session: str) -> dict[str, str]:
