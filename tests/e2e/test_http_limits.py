@@ -117,6 +117,9 @@ async def test_past_the_instance_s_session_limit_a_new_session_gets_503(
             first = opened[0].headers["mcp-session-id"]
             ended = await http.delete(front.url, headers=in_session(first))
             assert ended.status_code == 200
+            # ending one session leaves the other alone
+            second = opened[1].headers["mcp-session-id"]
+            assert (await http.post(front.url, json=PING, headers=in_session(second))).status_code == 200
             with trio.fail_after(10):
                 while (
                     again := await http.post(front.url, json=INIT, headers=POST_HEADERS)

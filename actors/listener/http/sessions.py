@@ -122,11 +122,13 @@ class HandshakeSessions:
         return session
 
     async def _run_session(self, session: Session, *, task_status: trio.TaskStatus[None]) -> None:
+        started = False
         with session.cancel:
             try:
                 async with session.transport.connect() as (read, write):
                     wire = session.wire = SessionWire(read, write)
                     task_status.started()
+                    started = True
                     idle = session.transport.idle_scope or trio.CancelScope()
                     with idle:
                         async with trio.open_nursery() as nursery:
@@ -135,6 +137,11 @@ class HandshakeSessions:
                             nursery.cancel_scope.cancel()
                     if idle.cancelled_caught:
                         log.info("http_session_idle", session=session.id[:8])
+            except Exception:
+                if not started:
+                    raise  # opening it failed: the request that asked gets the error
+                # one session's failure ends that session, never the front's others
+                log.exception("http_session_failed", session=session.id[:8])
             finally:
                 self._forget(session)
                 if not session.transport.is_terminated:

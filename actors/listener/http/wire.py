@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import mcp_types as types
 import structlog
 import trio
@@ -34,6 +35,13 @@ log = structlog.get_logger()
 
 #: Lines that may wait for the connection before the transport's reader waits.
 INBOUND_BUFFER = 64
+#: A stream of ours (trio) or of the SDK's transport (anyio) that is closed or broken.
+_SESSION_ENDED = (
+    trio.ClosedResourceError,
+    trio.BrokenResourceError,
+    anyio.ClosedResourceError,
+    anyio.BrokenResourceError,
+)
 
 RequestKey = str
 
@@ -116,8 +124,8 @@ class SessionWire:
                         log.debug("http_message_refused", error=f"{type(item).__name__}: {item}")
                         continue
                     await self.post(item.message)
-            except (trio.ClosedResourceError, trio.BrokenResourceError):
-                pass
+            except _SESSION_ENDED:
+                pass  # the transport ended the session (DELETE, idle, stop): input is over
 
     async def post(self, message: types.JSONRPCMessage) -> None:
         """One message from the client, on to the connection."""
@@ -165,7 +173,7 @@ class SessionWire:
         metadata = ServerMessageMetadata(related_request_id=related) if related is not None else None
         try:
             await self._write.send(SessionMessage(message, metadata=metadata))
-        except (trio.ClosedResourceError, trio.BrokenResourceError):
+        except _SESSION_ENDED:
             pass  # the session ended: nobody to tell
 
     def _settle(self, key: RequestKey) -> None:

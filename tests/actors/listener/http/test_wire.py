@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 import trio
+import trio.testing
 from mcp.shared.message import ServerMessageMetadata, SessionMessage
 
 from assern.actors.listener.http.wire import SessionWire
@@ -104,3 +105,20 @@ async def test_the_session_s_end_is_the_connection_s_end_of_input() -> None:
         await read_send.send(ValueError("a refused message is skipped"))
         await read_send.aclose()
         assert await wire.receive_stream.receive_some() == b""
+
+
+async def test_a_transport_that_closes_our_end_while_we_wait_ends_input_quietly() -> None:
+    # what the transport's terminate() does on DELETE: it closes the stream pump_in reads
+    # (an anyio error, not trio's); the pump must end, not fail the front's other sessions
+    read_send, read = anyio.create_memory_object_stream[SessionMessage | Exception](8)
+    write, written = anyio.create_memory_object_stream[SessionMessage](8)
+    wire = SessionWire(read, write)
+    async with read_send, write, written, trio.open_nursery() as nursery:
+        nursery.start_soon(wire.pump_in)
+        await trio.testing.wait_all_tasks_blocked()
+        await read.aclose()
+        assert await wire.receive_stream.receive_some() == b""
+        # writing after the session ended is dropped too
+        await write.aclose()
+        log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}}
+        await wire.deliver(json.dumps(log).encode())
