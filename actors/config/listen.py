@@ -26,6 +26,8 @@ MAX_HEADER_BYTES = 16 * 1024
 MAX_SESSIONS = 1000
 MAX_SESSIONS_PER_TOKEN = 100
 SESSION_IDLE_TIMEOUT = 30 * 60.0
+REPLAY_EVENTS = 128
+RESUME_GRACE = 10.0
 GRACEFUL_TIMEOUT = 5.0
 
 
@@ -99,6 +101,10 @@ class ListenSpec:
         max_sessions_per_token: Open sessions one token (or, without tokens, everybody)
             may hold.
         session_idle_timeout: Seconds a session may go with no request in flight.
+        replay_events: Events each handshake-era session keeps so that a client whose
+            stream broke resumes it with `Last-Event-ID` (0: none kept, no resumption).
+        resume_grace: Seconds a call whose stream broke keeps running for its client to
+            resume that stream; past them it is cancelled at its backend.
         legacy_sse: Also serve the 2024-11-05 HTTP+SSE transport at `/sse`.
         graceful_timeout: Seconds open requests get to finish when the front stops.
     """
@@ -115,6 +121,8 @@ class ListenSpec:
     max_sessions: int = MAX_SESSIONS
     max_sessions_per_token: int = MAX_SESSIONS_PER_TOKEN
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT
+    replay_events: int = REPLAY_EVENTS
+    resume_grace: float = RESUME_GRACE
     legacy_sse: bool = False
     graceful_timeout: float = GRACEFUL_TIMEOUT
 

@@ -252,6 +252,8 @@ class ListenConfig:
         default=None, validator=_AtLeast(1, "an integer", most=MAX_COUNT)
     )
     session_idle_timeout: float | None = attrs.field(default=None, validator=_positive("seconds"))
+    replay_events: int | None = attrs.field(default=None, validator=_AtLeast(0, "an integer", most=100_000))
+    resume_grace: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
     legacy_sse: bool | None = None
     graceful_timeout: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
 

@@ -119,24 +119,56 @@ async def test_a_client_that_hangs_up_mid_call_gets_the_backend_call_cancelled(
             assert marker.read_text() == "cancelled"
 
 
+async def open_raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
+    """Initialize a handshake-era session by hand; the headers of its later requests."""
+    opened = await http.post(url, json=INIT, headers=POST_HEADERS)
+    headers = {
+        **POST_HEADERS,
+        "mcp-session-id": opened.headers["mcp-session-id"],
+        "mcp-protocol-version": "2025-11-25",
+    }
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await http.post(url, json=note, headers=headers)).status_code == 202
+    return headers
+
+
+def call_message(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+
+
+def sse_events(raw: bytes) -> list[dict[str, str]]:
+    """The events of an SSE body: each one's fields (`id`, `data`, ...)."""
+    events = []
+    for block in raw.replace(b"\r\n", b"\n").split(b"\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.decode().splitlines():
+            name, _, value = line.partition(":")
+            if name:
+                fields[name] = value.strip()
+        if fields:
+            events.append(fields)
+    return events
+
+
+@pytest.mark.parametrize(
+    "listen",
+    ["replay_events = 0", "resume_grace = 1"],
+    ids=["no-replay-cancels-at-once", "cancelled-when-not-resumed"],
+)
 async def test_a_dropped_post_cancels_its_call_while_the_session_lives(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path, listen: str
 ) -> None:
-    config = write_config(server_table("alpha"))
+    config = write_config(server_table("alpha") + f"[listen]\n{listen}\n")
     marker = tmp_path / "cancelled"
     with trio.fail_after(60):
         async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
-            opened = await http.post(front.url, json=INIT, headers=POST_HEADERS)
-            session = opened.headers["mcp-session-id"]
-            headers = {**POST_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
-            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-            assert (await http.post(front.url, json=note, headers=headers)).status_code == 202
-            call = {
-                "jsonrpc": "2.0",
-                "id": 2,
-                "method": "tools/call",
-                "params": {"name": "alpha_wait_cancel", "arguments": {"marker": str(marker)}},
-            }
+            headers = await open_raw_session(http, front.url)
+            call = call_message(2, "alpha_wait_cancel", {"marker": str(marker)})
             with trio.move_on_after(1.5):
                 async with http.stream("POST", front.url, json=call, headers=headers) as response:
                     assert response.status_code == 200
@@ -147,6 +179,46 @@ async def test_a_dropped_post_cancels_its_call_while_the_session_lives(
             ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
             assert (await http.post(front.url, json=ping, headers=headers)).status_code == 200
     assert any(e.get("event") == "http_call_abandoned" for e in assern_env.log_events())
+
+
+async def test_a_client_that_lost_its_stream_resumes_it_with_last_event_id(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = write_config(server_table("alpha") + "[listen]\nresume_grace = 2\n")
+    gate = tmp_path / "gate"
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
+            headers = await open_raw_session(http, front.url)
+            call = call_message(2, "alpha_gate", {"path": str(gate)})
+            async with http.stream("POST", front.url, json=call, headers=headers) as response:
+                assert response.status_code == 200
+                first = await anext(response.aiter_bytes())
+            # the stream broke after its first event (the priming one, which names a place)
+            [primed] = sse_events(first)
+            assert primed["data"] == ""
+            gate.touch()  # the call is answered while nobody listens
+            await trio.sleep(3)  # the answer waits in the session's buffer, past the grace
+            resume = {"accept": "text/event-stream", "last-event-id": primed["id"]}
+            resume |= {k: v for k, v in headers.items() if k.startswith("mcp-")}
+            async with http.stream("GET", front.url, headers=resume) as replayed:
+                assert replayed.status_code == 200
+                received = b""
+                async for chunk in replayed.aiter_bytes():
+                    received += chunk
+                    if b'"id":2' in received:
+                        break
+            answers = [json.loads(e["data"]) for e in sse_events(received) if e.get("data")]
+            assert answers[0]["id"] == 2
+            assert text_in(types.CallToolResult.model_validate(answers[0]["result"]).content[0]) == "opened"
+            # an id the session never gave replays nothing, and the session serves on
+            async with http.stream("GET", front.url, headers={**resume, "last-event-id": "9999"}) as unknown:
+                assert unknown.status_code == 200
+                assert b"data" not in await unknown.aread()
+            ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+            assert (await http.post(front.url, json=ping, headers=headers)).status_code == 200
+    events = assern_env.log_events()
+    assert {e.get("found") for e in events if e.get("event") == "http_stream_resumed"} == {True, False}
+    assert not any(e.get("event") == "http_call_abandoned" for e in events)
 
 
 async def test_tokens_separate_clients_and_their_sessions(

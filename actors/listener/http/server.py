@@ -127,6 +127,8 @@ async def serve_http(
             total=current.max_sessions,
             per_token=current.max_sessions_per_token,
             idle_timeout=current.session_idle_timeout,
+            replay_events=current.replay_events,
+            resume_grace=current.resume_grace,
         )
 
     sessions = HandshakeSessions(parts.serve_connection, limits)

@@ -7,6 +7,12 @@ served by the listener (kind "http") serves its MCP side, joined by a `SessionWi
 A session belongs to the token that opened it: the same id with another token (or
 none) is answered as an unknown session. Sessions are limited in all and per token,
 and end when idle too long, when the client deletes them, or when the front stops.
+
+Each session keeps its last events (replay.py) so a client that lost a stream resumes
+it with `Last-Event-ID`. A broken stream is therefore not taken as the client giving
+up (the specification says a disconnection is no cancellation): a call whose stream
+broke is cancelled at its backend only when the client has not resumed that stream
+within `resume_grace` seconds (at once when the session keeps no events).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import trio
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from assern.actors.listener.http.refusal import Refusal
-from assern.actors.listener.http.wire import SessionWire
+from assern.actors.listener.http.replay import ReplayBuffer
+from assern.actors.listener.http.wire import SessionWire, request_key
 
 if TYPE_CHECKING:
     from mcp_types import RequestId
@@ -39,6 +46,10 @@ class SessionLimits:
     total: int
     per_token: int
     idle_timeout: float
+    #: events each session keeps for resumption (0: none, a broken stream is lost)
+    replay_events: int = 0
+    #: seconds a call whose stream broke waits for its client to resume it
+    resume_grace: float = 0.0
 
 
 @attrs.define(eq=False)
@@ -46,6 +57,8 @@ class Session:
     id: str
     owner: str | None
     transport: StreamableHTTPServerTransport
+    replay: ReplayBuffer | None = None
+    resume_grace: float = 0.0
     wire: SessionWire | None = None
     cancel: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
@@ -115,8 +128,17 @@ class HandshakeSessions:
     async def _open(self, owner: str | None, limits: SessionLimits) -> Session:
         assert self._nursery is not None, "the sessions' nursery runs before requests are served"
         idle = limits.idle_timeout if math.isfinite(limits.idle_timeout) else None
-        transport = StreamableHTTPServerTransport(mcp_session_id=uuid.uuid4().hex, idle_timeout=idle)
-        session = Session(id=transport.mcp_session_id or "", owner=owner, transport=transport)
+        replay = ReplayBuffer(limits.replay_events) if limits.replay_events > 0 else None
+        transport = StreamableHTTPServerTransport(
+            mcp_session_id=uuid.uuid4().hex, idle_timeout=idle, event_store=replay
+        )
+        session = Session(
+            id=transport.mcp_session_id or "",
+            owner=owner,
+            transport=transport,
+            replay=replay,
+            resume_grace=limits.resume_grace,
+        )
         self.sessions[session.id] = session
         await self._nursery.start(self._run_session, session)
         return session
@@ -168,14 +190,60 @@ class HandshakeSessions:
                 disconnected = True
             return message
 
+        resumed: str | None = None
+        last = _header(scope, b"last-event-id") if scope.get("method") == "GET" else None
+        if last is not None:
+            resumed = session.replay.stream_of(last) if session.replay is not None else None
+            log.info(
+                "http_stream_resumed", session=session.id[:8], last_event=last[:20], found=resumed is not None
+            )
         await session.transport.handle_request(scope, watching_receive, watching_send)
-        wire = session.wire
-        if disconnected and wire is not None and posted:
-            for request_id in posted:
-                if await wire.abandon(request_id, "the HTTP client disconnected"):
-                    log.info("http_call_abandoned", session=session.id[:8], request=request_id)
+        if disconnected:
+            for request_id in self._carried(session, posted, resumed):
+                await self._hung_up(session, request_id)
         return status
+
+    def _carried(
+        self, session: Session, posted: tuple[RequestId, ...], resumed: str | None
+    ) -> list[RequestId]:
+        """The unanswered calls whose answers this request's stream was carrying: those it
+        posted, or the one whose stream it resumed (a GET with `Last-Event-ID`)."""
+        wire = session.wire
+        if wire is None:
+            return []
+        if posted:
+            return [r for r in posted if request_key(r) in wire.unanswered]
+        found = wire.unanswered.get(resumed) if resumed is not None else None
+        return [] if found is None else [found]
+
+    async def _hung_up(self, session: Session, request_id: RequestId) -> None:
+        """The stream carrying `request_id`'s answer broke: cancel the call, at once when
+        the client cannot resume the stream, else unless it resumes within the grace."""
+        replay = session.replay
+        if replay is None or session.resume_grace <= 0:
+            await self._abandon(session, request_id, None)
+            return
+        assert self._nursery is not None, "requests are served while the sessions' nursery runs"
+        self._nursery.start_soon(self._abandon, session, request_id, replay.resumed[request_key(request_id)])
+
+    async def _abandon(self, session: Session, request_id: RequestId, resumed: int | None) -> None:
+        """Cancel `request_id` (after the grace, unless resumed since `resumed`)."""
+        if resumed is not None:
+            await trio.sleep(session.resume_grace)
+            assert session.replay is not None
+            if session.replay.resumed[request_key(request_id)] != resumed:
+                return  # the client came back for the answer
+        wire = session.wire
+        if wire is not None and await wire.abandon(request_id, "the HTTP client disconnected"):
+            log.info("http_call_abandoned", session=session.id[:8], request=request_id)
 
     def _forget(self, session: Session) -> None:
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return str(value.decode("latin-1"))
+    return None

@@ -98,3 +98,111 @@ async def test_a_failing_or_deleted_session_leaves_the_others_serving() -> None:
             assert status == 200
         assert set(sessions.sessions) == {ids[1]}
         nursery.cancel_scope.cancel()
+
+
+# ---------------------------------------------------------------- broken streams
+
+RESUMABLE = SessionLimits(total=8, per_token=8, idle_timeout=math.inf, replay_events=32, resume_grace=10)
+
+
+class Hanging:
+    """A connection that never answers `hang` and records the calls it is told to cancel."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[Any] = []
+
+    async def serve(self, kind: str, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
+        buffer = b""
+        while data := await receive.receive_some():
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                message = json.loads(line)
+                if message.get("method") == "notifications/cancelled":
+                    self.cancelled.append(message["params"]["requestId"])
+                elif message.get("method") == "initialize":
+                    result = {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "serverInfo": {"name": "t", "version": "1"},
+                    }
+                    answer = {"jsonrpc": "2.0", "id": message["id"], "result": result}
+                    await send.send_all(json.dumps(answer).encode() + b"\n")
+
+
+async def hang_up(
+    sessions: HandshakeSessions, session: str, request_id: int, *, resume: str | None = None
+) -> str:
+    """POST `hang` (or, with `resume`, GET that event's stream) and hang up once the first
+    event arrived; the id of the last event received."""
+    if resume is None:
+        headers = [*HEADERS, (b"mcp-session-id", session.encode()), (b"mcp-protocol-version", b"2025-11-25")]
+        method, body = "POST", json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "hang"}).encode()
+    else:
+        headers = [
+            (b"accept", b"text/event-stream"),
+            (b"mcp-session-id", session.encode()),
+            (b"mcp-protocol-version", b"2025-11-25"),
+            (b"last-event-id", resume.encode()),
+        ]
+        method, body = "GET", b""
+    scope = {"type": "http", "method": method, "path": "/mcp", "headers": headers, "query_string": b""}
+    streamed = trio.Event()
+    events: list[bytes] = []
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            return pending.pop()
+        await streamed.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(event: dict[str, Any]) -> None:
+        if event.get("body"):
+            events.append(event["body"])
+            streamed.set()
+
+    posted = (request_id,) if resume is None else ()
+    refusal = await sessions.handle(scope, receive, send, None, session_id=session, posted=posted)  # type: ignore[arg-type]
+    assert refusal is None
+    ids = [line[3:].strip() for chunk in events for line in chunk.split(b"\n") if line.startswith(b"id:")]
+    return ids[-1].decode()
+
+
+async def test_a_call_whose_stream_broke_is_cancelled_only_past_the_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Hanging()
+    sessions = HandshakeSessions(connection.serve, lambda: RESUMABLE)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sessions.run)
+        _, _, session = await post(
+            sessions, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, None
+        )
+        await hang_up(sessions, session, 5)
+        await trio.sleep(9)
+        assert connection.cancelled == []  # the client may still come back for the answer
+        await trio.sleep(2)
+        assert connection.cancelled == [5]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_resumed_stream_keeps_its_call_and_breaking_again_restarts_the_grace(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    connection = Hanging()
+    sessions = HandshakeSessions(connection.serve, lambda: RESUMABLE)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sessions.run)
+        _, _, session = await post(
+            sessions, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, None
+        )
+        primed = await hang_up(sessions, session, 6)
+        await trio.sleep(5)
+        # the client resumes the call's stream, then loses that one too
+        assert await hang_up(sessions, session, 6, resume=primed) != primed
+        await trio.sleep(7)
+        assert connection.cancelled == []  # the first grace passed, but the client had resumed
+        await trio.sleep(4)
+        assert connection.cancelled == [6]  # nobody resumed the second break
+        nursery.cancel_scope.cancel()
