@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -225,9 +226,8 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def through_assern(
-    paths: Sequence[Path], asked: Sequence[Query], copies: int, semantic: str
-) -> dict[str, Any]:
+def assern_setup(paths: Sequence[Path], copies: int, semantic: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of an `assern serve` over the large catalog."""
     work = Path(tempfile.mkdtemp(prefix="assern-search-bench-"))
     fixtures = ", ".join(f'"{p}"' for p in paths)
     config = work / "config.toml"
@@ -243,7 +243,15 @@ async def through_assern(
         "ASSERN_HOME": str(work / "home"),
         "ASSERN_NO_INSTANCE_SHARING": "1",
     }
-    params = StdioServerParameters(command=str(assern), args=["serve", "--config", str(config)], env=env)
+    return [str(assern), "serve", "--config", str(config)], env
+
+
+async def through_assern(
+    paths: Sequence[Path], asked: Sequence[Query], copies: int, semantic: str
+) -> dict[str, Any]:
+    """search_tools and a trivial tools/call through `assern serve`, by the official client."""
+    command, env = assern_setup(paths, copies, semantic)
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
     search_ms, call_ms = [], []
     async with Client(params, mode="legacy") as client:
         # A call waits for its backend to start (a search does not): then all is listed.
@@ -253,7 +261,7 @@ async def through_assern(
         total = (first.structured_content or {}).get("total", 0)
         assert total >= copies, first
         if semantic != "off":  # the model loads and embeds in the background: wait for it
-            await trio.sleep(10)
+            await embedded(lambda: client.call_tool("search_tools", {"query": "weather tomorrow"}))
         for _ in range(3):
             for query in asked:
                 started = time.perf_counter()
@@ -263,7 +271,7 @@ async def through_assern(
                 await client.call_tool("catalog_get_current_time", {"timezone": "UTC"})
                 call_ms.append((time.perf_counter() - started) * 1000)
         pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-        tree = [p for p in pids if f"{assern} serve" in _cmdline(p)]
+        tree = [p for p in pids if f"{command[0]} serve" in _cmdline(p)]
         memory = max((rss_mb(p) for p in tree), default=0.0)
     return {
         "semantic": semantic,
@@ -273,6 +281,100 @@ async def through_assern(
         "tool_call_ms_median": round(statistics.median(call_ms), 3),
         "search_minus_call_ms_median": round(statistics.median(search_ms) - statistics.median(call_ms), 3),
         "assern_rss_mb": memory,
+    }
+
+
+async def embedded(search: Callable[[], Any], limit: float = 120.0) -> None:
+    """Wait until the background embedding of the catalog is done: a search answer then
+    stops changing (a tool without its vector yet is ranked by its words alone)."""
+    previous = None
+    with trio.fail_after(limit):
+        while True:
+            answer = await search()
+            found = answer.structured_content if hasattr(answer, "structured_content") else answer
+            if found == previous:
+                return
+            previous = found
+            await trio.sleep(2)
+
+
+class RawLines:
+    """A client of assern's stdio written by hand: JSON lines out and back, no models.
+    What assern itself takes, without a client library's work."""
+
+    def __init__(self, process: trio.Process) -> None:
+        assert process.stdin is not None
+        assert process.stdout is not None
+        self._in, self._out = process.stdin, process.stdout
+        self._buffer = b""
+        self._next = 0
+
+    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self._next += 1
+        message = {"jsonrpc": "2.0", "id": self._next, "method": method, "params": params}
+        await self._in.send_all(json.dumps(message).encode() + b"\n")
+        while True:
+            while b"\n" not in self._buffer:
+                chunk = await self._out.receive_some()
+                if not chunk:
+                    raise RuntimeError("assern closed its stdout")
+                self._buffer += chunk
+            line, self._buffer = self._buffer.split(b"\n", 1)
+            answer = json.loads(line)
+            if answer.get("id") == self._next:
+                return dict(answer)
+
+    async def notify(self, method: str) -> None:
+        await self._in.send_all(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+
+
+async def raw_through_assern(
+    paths: Sequence[Path], asked: Sequence[Query], copies: int, semantic: str
+) -> dict[str, Any]:
+    """search_tools, a trivial tools/call and ping through `assern serve`, as JSON lines."""
+    command, env = assern_setup(paths, copies, semantic)
+    process = await trio.lowlevel.open_process(
+        command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    raw = RawLines(process)
+    client = {"name": "bench-raw", "version": "1"}
+    await raw.request(
+        "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+    )
+    await raw.notify("notifications/initialized")
+    call = {"name": "catalog_get_current_time", "arguments": {"timezone": "UTC"}}
+    ready = await raw.request("tools/call", call)
+    assert not ready.get("result", {"isError": True}).get("isError"), ready
+    if semantic != "off":
+
+        async def probe() -> Any:
+            answer = await raw.request("tools/call", {"name": "search_tools", "arguments": {"query": "rain"}})
+            return answer["result"].get("structuredContent")
+
+        await embedded(probe)
+    timings: dict[str, list[float]] = {"search": [], "call": [], "ping": []}
+    for _ in range(3):
+        for query in asked:
+            for kind, method, params in (
+                ("search", "tools/call", {"name": "search_tools", "arguments": {"query": query.text}}),
+                ("call", "tools/call", call),
+                ("ping", "ping", {}),
+            ):
+                started = time.perf_counter()
+                await raw.request(method, params)
+                timings[kind].append((time.perf_counter() - started) * 1000)
+    assert process.stdin is not None
+    await process.stdin.aclose()
+    with trio.move_on_after(10):
+        await process.wait()
+    if process.returncode is None:
+        process.kill()
+    return {
+        "semantic": semantic,
+        "search_ms_median": round(statistics.median(timings["search"]), 3),
+        "search_ms_p99": round(percentile(timings["search"], 0.99), 3),
+        "tool_call_ms_median": round(statistics.median(timings["call"]), 3),
+        "ping_ms_median": round(statistics.median(timings["ping"]), 3),
     }
 
 
@@ -318,6 +420,10 @@ def main() -> int:
             trio.run(through_assern, paths, asked, copies, "off"),
             trio.run(through_assern, paths, asked, copies, "auto"),
         ]
+        report["raw_through_assern"] = [
+            trio.run(raw_through_assern, paths, asked, copies, "off"),
+            trio.run(raw_through_assern, paths, asked, copies, "auto"),
+        ]
     print_report(report)
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n")
@@ -338,7 +444,9 @@ def print_report(report: dict[str, Any]) -> None:
     for section in ("size", "scale"):
         print(f"{section}: " + ", ".join(f"{key}={value}" for key, value in report[section].items()))
     for run in report.get("through_assern", []):
-        print("through assern: " + ", ".join(f"{key}={value}" for key, value in run.items()))
+        print("through assern, official client: " + ", ".join(f"{key}={value}" for key, value in run.items()))
+    for run in report.get("raw_through_assern", []):
+        print("through assern, JSON lines: " + ", ".join(f"{key}={value}" for key, value in run.items()))
 
 
 if __name__ == "__main__":
