@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
     from assern.actors.config.spec import ServerSpec
 
 R = TypeVar("R", bound=BaseModel)
+
+#: What the client whose request is being sent declared (of what assern relays), for the
+#: SDK-written envelope of that request; None outside such a request (assern's own).
+_CALLER_DECLARED: ContextVar[dict[str, Any] | None] = ContextVar("assern_caller_declared", default=None)
 
 
 @contextlib.contextmanager
@@ -91,6 +96,8 @@ class SdkSession:
         self._followed: set[str] = set()
         self._relisten: trio.CancelScope | None = None
         self._listening = trio.Event()
+        if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            _declare_for_caller(self._session)
 
     @property
     def protocol_version(self) -> str | None:
@@ -147,15 +154,16 @@ class SdkSession:
                     fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
                     raw = await self._raw_round("tools/call", fields, meta, rounds, progress)
                     return _validated(raw, types.CallToolResult)
-                return await self._session.call_tool(
-                    name,
-                    arguments,
-                    progress_callback=progress,
-                    input_responses=rounds.input_responses,
-                    request_state=rounds.request_state,
-                    meta=sent_meta,
-                    allow_input_required=True,
-                )
+                with self._declaring(rounds):
+                    return await self._session.call_tool(
+                        name,
+                        arguments,
+                        progress_callback=progress,
+                        input_responses=rounds.input_responses,
+                        request_state=rounds.request_state,
+                        meta=sent_meta,
+                        allow_input_required=True,
+                    )
             # Else the client drives a 2026-07-28 backend's `input_required` rounds: each
             # input request goes to its callbacks, which ask the call's origin (`_ask`), and
             # the call is retried with the answers.
@@ -185,7 +193,6 @@ class SdkSession:
         return await self._forwarder.request(method, params, progress)
 
     def _envelope(self, rounds: Rounds) -> dict[str, Any]:
-        declared = rounds.client_capabilities or {}
         info = (
             self._client_info.model_dump(by_alias=True, mode="json", exclude_none=True)
             if self._client_info
@@ -194,8 +201,19 @@ class SdkSession:
         return {
             PROTOCOL_VERSION_META_KEY: self.protocol_version,
             CLIENT_INFO_META_KEY: info,
-            CLIENT_CAPABILITIES_META_KEY: {key: declared[key] for key in RELAYED if key in declared},
+            CLIENT_CAPABILITIES_META_KEY: relayed_of(rounds),
         }
+
+    @contextlib.contextmanager
+    def _declaring(self, rounds: Rounds) -> Iterator[None]:
+        """Requests the SDK writes in this block declare the calling client's capabilities
+        (of what assern relays) in their envelope, not assern's own: the backend then asks
+        that client only what it can answer, as on the raw lane (`_envelope`)."""
+        token = _CALLER_DECLARED.set(relayed_of(rounds))
+        try:
+            yield
+        finally:
+            _CALLER_DECLARED.reset(token)
 
     async def read_resource(
         self, uri: str, *, rounds: Rounds | None = None
@@ -205,12 +223,13 @@ class SdkSession:
                 if self._forwarder is not None:
                     raw = await self._raw_round("resources/read", {"uri": uri}, None, rounds)
                     return _validated(raw, types.ReadResourceResult)
-                return await self._session.read_resource(
-                    uri,
-                    input_responses=rounds.input_responses,
-                    request_state=rounds.request_state,
-                    allow_input_required=True,
-                )
+                with self._declaring(rounds):
+                    return await self._session.read_resource(
+                        uri,
+                        input_responses=rounds.input_responses,
+                        request_state=rounds.request_state,
+                        allow_input_required=True,
+                    )
             return await self._client.read_resource(uri, cache_mode="bypass")
 
     async def get_prompt(
@@ -224,13 +243,14 @@ class SdkSession:
                         fields["arguments"] = arguments
                     raw = await self._raw_round("prompts/get", fields, None, rounds)
                     return _validated(raw, types.GetPromptResult)
-                return await self._session.get_prompt(
-                    name,
-                    arguments,
-                    input_responses=rounds.input_responses,
-                    request_state=rounds.request_state,
-                    allow_input_required=True,
-                )
+                with self._declaring(rounds):
+                    return await self._session.get_prompt(
+                        name,
+                        arguments,
+                        input_responses=rounds.input_responses,
+                        request_state=rounds.request_state,
+                        allow_input_required=True,
+                    )
             return await self._client.get_prompt(name, arguments)
 
     async def complete(
@@ -355,6 +375,34 @@ class _Callbacks:
 
 #: the client capabilities whose requests assern relays, declared on a client's behalf
 RELAYED = tuple(CAPABILITY_OF.values())
+
+
+def relayed_of(rounds: Rounds) -> dict[str, Any]:
+    """What a client declared of the capabilities assern relays."""
+    declared = rounds.client_capabilities or {}
+    return {key: declared[key] for key in RELAYED if key in declared}
+
+
+def _declare_for_caller(session: Any) -> None:
+    """Make a 2026-07-28 SDK session's envelope declare the calling client's capabilities
+    while `_CALLER_DECLARED` holds them.
+
+    The SDK stamps every request of a 2026-07-28 session with the capabilities its
+    client was built with (assern's, which can relay everything); it offers no per-request
+    choice. Its stamp is wrapped once, when the session is adopted: the wrapper runs the
+    SDK's own stamp, then replaces only that one envelope key, and only in a request
+    sent from inside `SdkSession._declaring` (a context variable of the sending task).
+    """
+    stamp = session._stamp
+
+    def stamp_for_caller(data: dict[str, Any], opts: Any) -> None:
+        stamp(data, opts)
+        declared = _CALLER_DECLARED.get()
+        meta = (data.get("params") or {}).get("_meta")
+        if declared is not None and isinstance(meta, dict) and CLIENT_CAPABILITIES_META_KEY in meta:
+            meta[CLIENT_CAPABILITIES_META_KEY] = declared
+
+    session._stamp = stamp_for_caller
 
 
 def _dumped(value: Any) -> Any:

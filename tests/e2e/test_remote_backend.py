@@ -5,6 +5,7 @@ JSON-RPC error naming it)."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 import trio
 from content import text_in
@@ -75,7 +77,7 @@ async def test_a_remote_backend_is_aggregated_with_its_headers(
         with trio.fail_after(60):
             async with Client(assern_env.serve(config), mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
-                assert names == {"remote_echo", "remote_sleep", "remote_whoami"}
+                assert names == {"remote_echo", "remote_sleep", "remote_whoami", "remote_get_meta"}
                 echoed = await client.call_tool("remote_echo", {"text": "over http"})
                 assert text_in(echoed.content[0]) == "over http"
                 who = await client.call_tool("remote_whoami", {})
@@ -99,6 +101,9 @@ async def test_a_lost_remote_server_is_restarted_with_backoff_and_status_says_wh
     with trio.fail_after(90):
         async with Client(assern_env.serve(config), mode="legacy") as client:
             async with remote_server(port, transport):
+                # assern may have tried before the server listened: wait for its restart
+                while (await remote_status(assern_env, config))["state"] != "ready":  # noqa: ASYNC110 - another process's state
+                    await trio.sleep(0.1)
                 echoed = await client.call_tool("remote_echo", {"text": "first"})
                 assert text_in(echoed.content[0]) == "first"
             # the server is gone: a call gets a clear error, the backend restarts
@@ -140,3 +145,28 @@ async def test_a_remote_call_past_the_backend_s_timeout_is_answered_with_an_erro
                 assert trio.current_time() - started < 8
                 quick = await client.call_tool("remote_sleep", {"seconds": 0})
                 assert text_in(quick.content[0]) == "slept 0 s"
+
+
+async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+    return types.CreateMessageResult(role="assistant", content=types.TextContent(text="sampled"), model="m")
+
+
+async def test_a_2026_remote_backend_hears_the_calling_client_s_capabilities(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """A 2026-07-28 client's request reaches a 2026-07-28 HTTP backend declaring what that
+    client declared (sampling only), not what assern could relay: the backend asks it
+    only what it can answer, as over stdio."""
+    port = free_port()
+    assern_env.env["REMOTE_TOKEN"] = "t"
+    async with remote_server(port, "streamable-http"):
+        config = write_config(remote_table(port, "streamable-http", 'protocol = "2026-07-28"\n'))
+        with trio.fail_after(60):
+            async with Client(
+                assern_env.serve(config), mode="2026-07-28", sampling_callback=sample
+            ) as client:
+                seen = json.loads(text_in((await client.call_tool("remote_get_meta", {})).content[0]))
+                assert seen[types.CLIENT_CAPABILITIES_META_KEY] == {"sampling": {}}
+                assert seen[types.PROTOCOL_VERSION_META_KEY] == "2026-07-28"
+                # assern's own requests (its listings) still declare what assern relays
+                assert text_in((await client.call_tool("remote_echo", {"text": "on"})).content[0]) == "on"

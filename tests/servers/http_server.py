@@ -5,7 +5,8 @@
 
 Serves http://127.0.0.1:PORT/mcp (with `--sse`: GET /sse, POST /messages/). Tools:
 `echo(text)` -> exactly `text`; `whoami()` -> the Authorization header of the request
-that called it (or `<none>`); `sleep(seconds)` answers after that long. It runs uvicorn
+that called it (or `<none>`); `sleep(seconds)` answers after that long; `get_meta()` ->
+the request's `_meta` as JSON (without its progress token). It runs uvicorn
 in its own process (uvicorn is asyncio's; assern itself never runs it) and prints
 `ready` on stderr once it listens.
 """
@@ -13,6 +14,7 @@ in its own process (uvicorn is asyncio's; assern itself never runs it) and print
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -42,6 +44,11 @@ TOOLS = [
         description="The Authorization header this call arrived with.",
         input_schema={"type": "object", "properties": {}},
     ),
+    types.Tool(
+        name="get_meta",
+        description="The request's `_meta` as JSON.",
+        input_schema={"type": "object", "properties": {}},
+    ),
 ]
 
 
@@ -56,6 +63,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         seconds = float((params.arguments or {}).get("seconds", 0))
         await anyio.sleep(seconds)
         text = f"slept {seconds:g} s"
+    elif params.name == "get_meta":
+        meta = {k: v for k, v in dict(ctx.meta or {}).items() if k not in ("progress_token", "progressToken")}
+        text = json.dumps(meta, sort_keys=True)
     else:
         request = ctx.request
         text = request.headers.get("authorization", "<none>") if request is not None else "<none>"
