@@ -37,6 +37,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
+from assern.actors.backend.driven_rounds import drive
 from assern.actors.backend.forward import Forwarder, ForwardLost
 from assern.actors.backend.rounds import CAPABILITY_OF, refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
@@ -164,6 +165,10 @@ class SdkSession:
                         meta=sent_meta,
                         allow_input_required=True,
                     )
+            if self._drives_on_raw_lane():
+                fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
+                raw = await self._raw_driven("tools/call", fields, meta, progress)
+                return _validated(raw, types.CallToolResult)
             # Else the client drives a 2026-07-28 backend's `input_required` rounds: each
             # input request goes to its callbacks, which ask the call's origin (`_ask`), and
             # the call is retried with the answers.
@@ -192,7 +197,9 @@ class SdkSession:
             params["requestState"] = rounds.request_state
         return await self._forwarder.request(method, params, progress)
 
-    def _envelope(self, rounds: Rounds) -> dict[str, Any]:
+    def _envelope(self, rounds: Rounds | None) -> dict[str, Any]:
+        """The 2026-07-28 envelope of a request assern writes itself: for a client's own
+        rounds it declares what that client declared; else what assern relays."""
         info = (
             self._client_info.model_dump(by_alias=True, mode="json", exclude_none=True)
             if self._client_info
@@ -201,8 +208,37 @@ class SdkSession:
         return {
             PROTOCOL_VERSION_META_KEY: self.protocol_version,
             CLIENT_INFO_META_KEY: info,
-            CLIENT_CAPABILITIES_META_KEY: relayed_of(rounds),
+            CLIENT_CAPABILITIES_META_KEY: relayed_of(rounds) if rounds is not None else RELAYED_ALL,
         }
+
+    def _drives_on_raw_lane(self) -> bool:
+        """Whether assern drives this backend's input rounds itself on the raw lane: a
+        2026-07-28 backend over stdio, asked for a client that has no rounds of its own."""
+        return self._forwarder is not None and self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    async def _raw_driven(
+        self,
+        method: str,
+        fields: dict[str, Any],
+        meta: dict[str, Any] | None = None,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        """A request of a handshake-era client to a 2026-07-28 stdio backend, written on
+        the raw lane; each `input_required` round the backend answers is answered by
+        asking the calling client (driven_rounds.py), as the SDK's client would."""
+        forwarder = self._forwarder
+        assert forwarder is not None
+        envelope = {**(meta or {}), **self._envelope(None)}
+
+        async def send(responses: dict[str, Any] | None, state: str | None) -> dict[str, Any]:
+            params = {**fields, "_meta": envelope}
+            if responses:
+                params["inputResponses"] = responses
+            if state is not None:
+                params["requestState"] = state
+            return await forwarder.request(method, params, progress)
+
+        return await drive(await send(None, None), self._hooks.ask, send)
 
     @contextlib.contextmanager
     def _declaring(self, rounds: Rounds) -> Iterator[None]:
@@ -230,6 +266,10 @@ class SdkSession:
                         request_state=rounds.request_state,
                         allow_input_required=True,
                     )
+            if self._drives_on_raw_lane():
+                return _validated(
+                    await self._raw_driven("resources/read", {"uri": uri}), types.ReadResourceResult
+                )
             return await self._client.read_resource(uri, cache_mode="bypass")
 
     async def get_prompt(
@@ -251,6 +291,9 @@ class SdkSession:
                         request_state=rounds.request_state,
                         allow_input_required=True,
                     )
+            if self._drives_on_raw_lane():
+                fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
+                return _validated(await self._raw_driven("prompts/get", fields), types.GetPromptResult)
             return await self._client.get_prompt(name, arguments)
 
     async def complete(
@@ -375,6 +418,8 @@ class _Callbacks:
 
 #: the client capabilities whose requests assern relays, declared on a client's behalf
 RELAYED = tuple(CAPABILITY_OF.values())
+#: all of them, declared for a client that has no rounds of its own (assern asks it)
+RELAYED_ALL: dict[str, Any] = {capability: {} for capability in RELAYED}
 
 
 def relayed_of(rounds: Rounds) -> dict[str, Any]:

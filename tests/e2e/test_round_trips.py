@@ -182,3 +182,47 @@ async def test_a_2026_backends_own_rounds_pass_through_unchanged(
             assert seen[types.PROTOCOL_VERSION_META_KEY] == "2026-07-28"
             assert seen[types.CLIENT_INFO_META_KEY]["name"] == "assern"
             assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"
+
+
+async def test_a_handshake_client_s_requests_to_a_2026_stdio_backend_keep_every_feature(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A handshake-era client's requests to a 2026-07-28 stdio backend are written on the
+    raw lane with an envelope declaring what assern relays, and assern answers the
+    backend's rounds by asking the client: progress, cancellation, prompts and resource
+    reads work as on any other backend."""
+    config = write_config(BACKENDS["2026-07-28"])
+    marker = tmp_path / "cancelled"
+    steps: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
+
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="legacy", sampling_callback=sample) as client:
+            seen = json.loads(text_of(await client.call_tool("alpha_get_meta", {})))
+            assert seen[types.PROTOCOL_VERSION_META_KEY] == "2026-07-28"
+            relayed: dict[str, Any] = {"sampling": {}, "elicitation": {}, "roots": {}}
+            assert seen[types.CLIENT_CAPABILITIES_META_KEY] == relayed
+            sampled = await client.call_tool("alpha_ask_sampling", {"prompt": "hi"})
+            assert text_of(sampled) == "sampled: hi"
+
+            done = await client.call_tool("alpha_progress", {"steps": 3}, progress_callback=on_progress)
+            assert text_of(done) == "progressed"
+            assert steps == [1, 2, 3]
+
+            greeting = await client.get_prompt("alpha_greet", {"who": "era"})
+            assert text_in(greeting.messages[0].content) == "Hello, era!"
+            [info] = [
+                r for r in (await client.list_resources()).resources if str(r.uri).endswith("test://info")
+            ]
+            read = await client.read_resource(info.uri)
+            assert isinstance(read.contents[0], types.TextResourceContents)
+            assert read.contents[0].text == "info of alpha"
+
+            with trio.move_on_after(1):
+                await client.call_tool("alpha_wait_cancel", {"marker": str(marker)})
+            while not marker.exists():  # noqa: ASYNC110 - another process writes the file
+                await trio.sleep(0.02)
+            assert marker.read_text() == "cancelled"
+            assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"
