@@ -67,6 +67,10 @@ PREFIX_RULE = {
     "resources-templates-read": "resource URIs are exposed as assern://fixture/URI",
     "resources-subscribe": "resource URIs are exposed as assern://fixture/URI",
     "resources-unsubscribe": "resource URIs are exposed as assern://fixture/URI",
+    # the stateless revision's scenarios (harness 0.2) call the fixture's own names too
+    "input-required-result-": "tools and prompts are exposed as fixture_NAME",
+    "json-schema-2020-12": "tools are exposed as fixture_TOOL",
+    "server-stateless": "its diagnostic tools are exposed as fixture_TOOL",
 }
 
 

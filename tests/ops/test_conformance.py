@@ -47,6 +47,7 @@ def test_a_scenario_lost_through_assern_is_reported_unless_the_naming_rule_expla
 def test_the_prefix_rule_covers_only_scenarios_that_name_a_backend_tool_prompt_or_uri() -> None:
     assert runner.rule_for("tools-call-simple-text", "prefix") == "tools are exposed as fixture_TOOL"
     assert runner.rule_for("resources-subscribe", "prefix") is not None
+    assert runner.rule_for("input-required-result-multi-round", "prefix") is not None
     for scenario in ("tools-list", "resources-list", "prompts-list", "ping", "server-initialize"):
         assert runner.rule_for(scenario, "prefix") is None
     assert runner.rule_for("tools-call-simple-text", "hybrid") is None
@@ -79,18 +80,29 @@ def test_every_scenario_that_passes_directly_passes_through_assern(tmp_path: Pat
 
 @pytest.mark.e2e
 @needs_node
-def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(tmp_path: Path) -> None:
+@pytest.mark.parametrize("naming", ["hybrid", "prefix"])
+def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(
+    tmp_path: Path, naming: str
+) -> None:
     """The newer harness's scenarios for the stateless revision, assern speaking it to the
     fixture too: input rounds, per-request capabilities, caching hints, headers."""
     out = tmp_path / "outcomes.json"
     argv = [sys.executable, str(RUN), "--harness", runner.MODERN_HARNESS, "--requirements", "2026-07-28"]
     done = subprocess.run(
-        [*argv, "--json", str(out)], capture_output=True, text=True, timeout=600, check=False
+        [*argv, "--naming", naming, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     outcomes = json.loads(out.read_text())
     assert len(outcomes["direct"]) >= 45  # the revision's required scenarios ran
     assert outcomes["unexplained"] == []
+    if naming == "prefix":  # every difference is the naming rule's; what names nothing passes
+        assert outcomes["expected"]
+        assert all(outcomes["assern"][s] for s in ("tools-list", "prompts-list", "caching"))
+        return
     assert outcomes["expected"] == []
     assert outcomes["assern"] == outcomes["direct"]
     for scenario in (
