@@ -133,6 +133,11 @@ HTTP_INIT = {
 POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
+def in_session(session: str) -> dict[str, str]:
+    """The headers of a POST in the handshake-era HTTP session `session`."""
+    return {**POST_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+
+
 def server_table(name: str, *flags: str) -> str:
     """A `[servers.NAME]` table that runs the SDK test server."""
     args = ", ".join(f'"{a}"' for a in (str(TESTING_SERVER), "--name", name, *flags))

@@ -15,7 +15,7 @@ import pytest
 import trio
 from content import text_in
 from harness import HTTP_INIT as INIT
-from harness import POST_HEADERS, AssernEnv, HttpFront, http_front, server_table
+from harness import POST_HEADERS, AssernEnv, HttpFront, http_front, in_session, server_table
 from instances import wait_until
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -122,11 +122,7 @@ async def test_a_client_that_hangs_up_mid_call_gets_the_backend_call_cancelled(
 async def open_raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
     """Initialize a handshake-era session by hand; the headers of its later requests."""
     opened = await http.post(url, json=INIT, headers=POST_HEADERS)
-    headers = {
-        **POST_HEADERS,
-        "mcp-session-id": opened.headers["mcp-session-id"],
-        "mcp-protocol-version": "2025-11-25",
-    }
+    headers = in_session(opened.headers["mcp-session-id"])
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     assert (await http.post(url, json=note, headers=headers)).status_code == 202
     return headers
@@ -249,12 +245,7 @@ async def test_tokens_separate_clients_and_their_sessions(
                 opened = await http.post(front.url, json=INIT, headers=mine)
                 assert opened.status_code == 200
                 session = opened.headers["mcp-session-id"]
-                theirs = {
-                    **POST_HEADERS,
-                    "authorization": f"Bearer {second}",
-                    "mcp-session-id": session,
-                    "mcp-protocol-version": "2025-11-25",
-                }
+                theirs = {**in_session(session), "authorization": f"Bearer {second}"}
                 ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
                 assert (await http.post(front.url, json=ping, headers=theirs)).status_code == 404
 

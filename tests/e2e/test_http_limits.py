@@ -15,7 +15,7 @@ import trio
 import trustme
 from content import text_in
 from harness import HTTP_INIT as INIT
-from harness import POST_HEADERS, AssernEnv, http_front, server_table
+from harness import POST_HEADERS, AssernEnv, http_front, in_session, server_table
 from instances import events, wait_until
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -28,10 +28,6 @@ pytestmark = [
 ]
 
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-
-
-def in_session(session: str) -> dict[str, str]:
-    return {**POST_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
 
 
 async def test_tls_serves_mcp_over_https_to_clients_that_trust_its_certificate(
