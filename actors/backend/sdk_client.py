@@ -37,7 +37,7 @@ from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOC
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
-from assern.actors.backend.driven_rounds import drive
+from assern.actors.backend.driven_rounds import drive, input_required
 from assern.actors.backend.forward import Forwarder, ForwardLost
 from assern.actors.backend.rounds import CAPABILITY_OF, refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
@@ -93,6 +93,10 @@ class SdkSession:
         self._hooks = hooks
         self._forwarder = forwarder
         self._client_info = client_info
+        #: `client_info` as the envelopes of the requests assern writes carry it
+        self._client_info_sent = (
+            client_info.model_dump(by_alias=True, mode="json", exclude_none=True) if client_info else {}
+        )
         #: 2026-07-28: the resources our clients follow, named in our listen stream
         self._followed: set[str] = set()
         self._relisten: trio.CancelScope | None = None
@@ -152,8 +156,7 @@ class SdkSession:
                 # The client answers the backend's `input_required` itself: its keys and
                 # state go back unchanged, and the client's retry comes here with both.
                 if self._forwarder is not None:
-                    fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
-                    raw = await self._raw_round("tools/call", fields, meta, rounds, progress)
+                    raw = await self._raw_round("tools/call", _named(name, arguments), meta, rounds, progress)
                     return _validated(raw, types.CallToolResult)
                 with self._declaring(rounds):
                     return await self._session.call_tool(
@@ -166,8 +169,7 @@ class SdkSession:
                         allow_input_required=True,
                     )
             if self._drives_on_raw_lane():
-                fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
-                raw = await self._raw_driven("tools/call", fields, meta, progress)
+                raw = await self._raw_driven("tools/call", _named(name, arguments), meta, progress)
                 return _validated(raw, types.CallToolResult)
             # Else the client drives a 2026-07-28 backend's `input_required` rounds: each
             # input request goes to its callbacks, which ask the call's origin (`_ask`), and
@@ -188,26 +190,37 @@ class SdkSession:
         the request's envelope declares what the calling client declared (of what assern
         can relay), so the backend asks only what that client can answer.
         """
-        assert self._forwarder is not None
-        params = dict(fields)
-        params["_meta"] = {**(meta or {}), **self._envelope(rounds)}
+        responses = None
         if rounds.input_responses:
-            params["inputResponses"] = {key: _dumped(value) for key, value in rounds.input_responses.items()}
-        if rounds.request_state is not None:
-            params["requestState"] = rounds.request_state
+            responses = {key: _dumped(value) for key, value in rounds.input_responses.items()}
+        envelope = {**(meta or {}), **self._envelope(rounds)}
+        return await self._raw_request(method, fields, envelope, responses, rounds.request_state, progress)
+
+    async def _raw_request(
+        self,
+        method: str,
+        fields: dict[str, Any],
+        meta: dict[str, Any],
+        responses: dict[str, Any] | None,
+        state: str | None,
+        progress: ProgressSink | None,
+    ) -> dict[str, Any]:
+        """One request written on the raw lane with its `_meta`, and the input answers and
+        state of a round when it carries them."""
+        assert self._forwarder is not None
+        params = {**fields, "_meta": meta}
+        if responses:
+            params["inputResponses"] = responses
+        if state is not None:
+            params["requestState"] = state
         return await self._forwarder.request(method, params, progress)
 
     def _envelope(self, rounds: Rounds | None) -> dict[str, Any]:
         """The 2026-07-28 envelope of a request assern writes itself: for a client's own
         rounds it declares what that client declared; else what assern relays."""
-        info = (
-            self._client_info.model_dump(by_alias=True, mode="json", exclude_none=True)
-            if self._client_info
-            else {}
-        )
         return {
             PROTOCOL_VERSION_META_KEY: self.protocol_version,
-            CLIENT_INFO_META_KEY: info,
+            CLIENT_INFO_META_KEY: self._client_info_sent,
             CLIENT_CAPABILITIES_META_KEY: relayed_of(rounds) if rounds is not None else RELAYED_ALL,
         }
 
@@ -226,17 +239,10 @@ class SdkSession:
         """A request of a handshake-era client to a 2026-07-28 stdio backend, written on
         the raw lane; each `input_required` round the backend answers is answered by
         asking the calling client (driven_rounds.py), as the SDK's client would."""
-        forwarder = self._forwarder
-        assert forwarder is not None
         envelope = {**(meta or {}), **self._envelope(None)}
 
         async def send(responses: dict[str, Any] | None, state: str | None) -> dict[str, Any]:
-            params = {**fields, "_meta": envelope}
-            if responses:
-                params["inputResponses"] = responses
-            if state is not None:
-                params["requestState"] = state
-            return await forwarder.request(method, params, progress)
+            return await self._raw_request(method, fields, envelope, responses, state, progress)
 
         return await drive(await send(None, None), self._hooks.ask, send)
 
@@ -278,10 +284,7 @@ class SdkSession:
         with sdk_errors():
             if rounds is not None and self._own_rounds(rounds):
                 if self._forwarder is not None:
-                    fields: dict[str, Any] = {"name": name}
-                    if arguments is not None:
-                        fields["arguments"] = arguments
-                    raw = await self._raw_round("prompts/get", fields, None, rounds)
+                    raw = await self._raw_round("prompts/get", _named(name, arguments), None, rounds)
                     return _validated(raw, types.GetPromptResult)
                 with self._declaring(rounds):
                     return await self._session.get_prompt(
@@ -292,8 +295,8 @@ class SdkSession:
                         allow_input_required=True,
                     )
             if self._drives_on_raw_lane():
-                fields = {"name": name} if arguments is None else {"name": name, "arguments": arguments}
-                return _validated(await self._raw_driven("prompts/get", fields), types.GetPromptResult)
+                raw = await self._raw_driven("prompts/get", _named(name, arguments))
+                return _validated(raw, types.GetPromptResult)
             return await self._client.get_prompt(name, arguments)
 
     async def complete(
@@ -450,6 +453,11 @@ def _declare_for_caller(session: Any) -> None:
     session._stamp = stamp_for_caller
 
 
+def _named(name: str, arguments: Any) -> dict[str, Any]:
+    """The `name` and, when given, `arguments` of a tools/call or prompts/get."""
+    return {"name": name} if arguments is None else {"name": name, "arguments": arguments}
+
+
 def _dumped(value: Any) -> Any:
     return (
         value.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -460,9 +468,7 @@ def _dumped(value: Any) -> Any:
 
 def _validated(raw: dict[str, Any], model: type[R]) -> R | types.InputRequiredResult:
     """A raw result as its model, or as the `input_required` round it is."""
-    chosen: type[BaseModel] = (
-        types.InputRequiredResult if raw.get("resultType") == "input_required" else model
-    )
+    chosen: type[BaseModel] = types.InputRequiredResult if input_required(raw) else model
     try:
         return chosen.model_validate(raw)  # type: ignore[return-value]
     except ValidationError as exc:

@@ -164,6 +164,7 @@ class HttpApp:
                 owner,
                 session_id=headers.get(MCP_SESSION_ID_HEADER.lower()),
                 posted=_request_ids(decoded),
+                last_event_id=headers.get("last-event-id") if scope["method"] == "GET" else None,
             )
             if refusal is not None:
                 await self.refuse(scope, send, refusal, owner)

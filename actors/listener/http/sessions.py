@@ -95,17 +95,19 @@ class HandshakeSessions:
         *,
         session_id: str | None,
         posted: tuple[RequestId, ...],
+        last_event_id: str | None = None,
     ) -> Refusal | None:
         """Serve one request of the handshake era; a refusal when it may not reach a session.
 
-        `session_id`: its `Mcp-Session-Id`; `posted`: the ids of the requests it posts.
+        `session_id`: its `Mcp-Session-Id`; `posted`: the ids of the requests it posts;
+        `last_event_id`: the `Last-Event-ID` of a GET that resumes a stream.
         """
         if session_id is not None:
             session = self.sessions.get(session_id)
             if session is None or session.owner != owner:
                 reason = "unknown_session" if session is None else "session_of_another_token"
                 return Refusal(404, "Session not found", reason)
-            await self._serve_request(session, scope, receive, send, posted)
+            await self._serve_request(session, scope, receive, send, posted, last_event_id)
             if session.transport.is_terminated:
                 self._forget(session)
             return None
@@ -171,7 +173,13 @@ class HandshakeSessions:
                         await session.transport.terminate()
 
     async def _serve_request(
-        self, session: Session, scope: Scope, receive: Receive, send: Send, posted: tuple[RequestId, ...]
+        self,
+        session: Session,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        posted: tuple[RequestId, ...],
+        last_event_id: str | None = None,
     ) -> int | None:
         """Let the session's transport answer; cancel a call whose client hung up on it."""
         status: int | None = None
@@ -191,11 +199,13 @@ class HandshakeSessions:
             return message
 
         resumed: str | None = None
-        last = _header(scope, b"last-event-id") if scope.get("method") == "GET" else None
-        if last is not None:
-            resumed = session.replay.stream_of(last) if session.replay is not None else None
+        if last_event_id is not None:
+            resumed = session.replay.stream_of(last_event_id) if session.replay is not None else None
             log.info(
-                "http_stream_resumed", session=session.id[:8], last_event=last[:20], found=resumed is not None
+                "http_stream_resumed",
+                session=session.id[:8],
+                last_event=last_event_id[:20],
+                found=resumed is not None,
             )
         await session.transport.handle_request(scope, watching_receive, watching_send)
         if disconnected:
@@ -240,10 +250,3 @@ class HandshakeSessions:
     def _forget(self, session: Session) -> None:
         if self.sessions.get(session.id) is session:
             del self.sessions[session.id]
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key.lower() == name:
-            return str(value.decode("latin-1"))
-    return None

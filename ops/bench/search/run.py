@@ -261,7 +261,12 @@ async def through_assern(
         total = (first.structured_content or {}).get("total", 0)
         assert total >= copies, first
         if semantic != "off":  # the model loads and embeds in the background: wait for it
-            await embedded(lambda: client.call_tool("search_tools", {"query": "weather tomorrow"}))
+
+            async def probe() -> Any:
+                answer = await client.call_tool("search_tools", {"query": "weather tomorrow"})
+                return answer.structured_content
+
+            await embedded(probe)
         for _ in range(3):
             for query in asked:
                 started = time.perf_counter()
@@ -285,13 +290,12 @@ async def through_assern(
 
 
 async def embedded(search: Callable[[], Any], limit: float = 120.0) -> None:
-    """Wait until the background embedding of the catalog is done: a search answer then
-    stops changing (a tool without its vector yet is ranked by its words alone)."""
+    """Wait until the background embedding of the catalog is done: a search's structured
+    answer then stops changing (a tool without its vector yet is ranked by its words)."""
     previous = None
     with trio.fail_after(limit):
         while True:
-            answer = await search()
-            found = answer.structured_content if hasattr(answer, "structured_content") else answer
+            found = await search()
             if found == previous:
                 return
             previous = found

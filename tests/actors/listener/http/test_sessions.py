@@ -163,7 +163,15 @@ async def hang_up(
             streamed.set()
 
     posted = (request_id,) if resume is None else ()
-    refusal = await sessions.handle(scope, receive, send, None, session_id=session, posted=posted)  # type: ignore[arg-type]
+    refusal = await sessions.handle(
+        scope,
+        receive,
+        send,  # type: ignore[arg-type]
+        None,
+        session_id=session,
+        posted=posted,
+        last_event_id=resume,
+    )
     assert refusal is None
     ids = [line[3:].strip() for chunk in events for line in chunk.split(b"\n") if line.startswith(b"id:")]
     return ids[-1].decode()
