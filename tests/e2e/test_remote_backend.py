@@ -115,13 +115,27 @@ async def test_a_lost_remote_server_is_restarted_with_backoff_and_status_says_wh
                 echoed = await client.call_tool("remote_echo", {"text": "first"})
                 assert text_in(echoed.content[0]) == "first"
                 before = (await remote_status(assern_env, config))["restarts"]
+
             # the server is gone: a call gets a clear error (at once, or once its wait for
-            # the restarting backend is over), and the backend restarts with backoff
-            with pytest.raises(MCPError, match="server 'remote' is unavailable"):
-                await client.call_tool("remote_echo", {"text": "lost"})
-            with trio.fail_after(15):  # noticed at once, not at the next ping
-                while (down := await remote_status(assern_env, config))["restarts"] == before:  # noqa: ASYNC110 - another process's state
-                    await trio.sleep(0.1)
+            # the restarting backend is over), and the backend restarts with backoff. Over SSE
+            # the end of the event stream tells assern before any call; over streamable HTTP
+            # no stream is open to end, and the call is what finds the server gone.
+            async def call_lost() -> None:
+                with pytest.raises(MCPError, match="server 'remote' is unavailable"):
+                    await client.call_tool("remote_echo", {"text": "lost"})
+
+            async def noticed() -> dict[str, Any]:
+                with trio.fail_after(15):  # noticed at once, not at the next ping
+                    while (down := await remote_status(assern_env, config))["restarts"] == before:  # noqa: ASYNC110 - another process's state
+                        await trio.sleep(0.1)
+                return down
+
+            if transport == "sse":
+                down = await noticed()
+                await call_lost()
+            else:
+                await call_lost()
+                down = await noticed()
             assert down["state"] in ("restarting", "starting")
             assert down["last_error"] or down["last_exit"]
             why = f"{down['last_error']} {down['last_exit']}"
