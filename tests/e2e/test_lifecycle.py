@@ -14,6 +14,7 @@ import mcp_types as types
 import pytest
 import trio
 from harness import TESTING_SERVER, AssernEnv, Wire, assern_command, find_pids, process_alive, server_table
+from instances import pids_of
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -206,7 +207,7 @@ async def test_a_shell_wrapper_that_starts_a_daemon_leaves_nothing_after_kill_9(
         while not pidfile.exists():  # noqa: ASYNC110 - the wrapper writes it at start
             await trio.sleep(0.05)
         daemon = int(pidfile.read_text())
-        [server] = [pid for pid in find_pids(str(TESTING_SERVER)) if pid != daemon]
+        [server] = [pid for pid in pids_of(assern_env, str(TESTING_SERVER)) if pid != daemon]
         assert process_alive(daemon)
         process.kill()
         await process.wait()
