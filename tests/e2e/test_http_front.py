@@ -151,6 +151,37 @@ def sse_events(raw: bytes) -> list[dict[str, str]]:
     return events
 
 
+async def test_a_quick_call_is_answered_as_json_and_one_with_progress_as_a_stream(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
+            headers = await open_raw_session(http, front.url)
+            # (a list waits for the backend to start, which can take longer than a quick call)
+            listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            assert (await http.post(front.url, json=listing, headers=headers)).status_code == 200
+            echo = call_message(2, "alpha_echo", {"text": "hi"})
+            quick = await http.post(front.url, json=echo, headers=headers)
+            assert quick.status_code == 200
+            assert quick.headers["content-type"] == "application/json"
+            assert quick.headers["mcp-session-id"] == headers["mcp-session-id"]
+            answer = quick.json()
+            assert answer["id"] == 2
+            assert text_in(types.CallToolResult.model_validate(answer["result"]).content[0]) == "hi"
+            # a pretty-printed body is the same request
+            body = json.dumps(call_message(3, "alpha_echo", {"text": "again"}), indent=2)
+            spaced = await http.post(front.url, content=body, headers=headers)
+            assert spaced.json()["id"] == 3
+            with_progress = call_message(4, "alpha_progress", {"steps": 2})
+            with_progress["params"]["_meta"] = {"progressToken": "p4"}
+            streamed = await http.post(front.url, json=with_progress, headers=headers)
+            assert streamed.headers["content-type"].startswith("text/event-stream")
+            messages = [json.loads(e["data"]) for e in sse_events(streamed.content) if e.get("data")]
+            assert [m.get("method") for m in messages[:-1]] == ["notifications/progress"] * 2
+            assert messages[-1]["id"] == 4
+
+
 @pytest.mark.parametrize(
     "listen",
     ["replay_events = 0", "resume_grace = 1"],

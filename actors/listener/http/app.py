@@ -22,6 +22,7 @@ from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.types import Receive
 
+from assern.actors.listener.http import plain
 from assern.actors.listener.http.checks import authenticate, check_header_size, check_host_origin
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
 from assern.actors.listener.http.refusal import Refusal
@@ -157,14 +158,18 @@ class HttpApp:
                 name = modern_client_name(decoded)
                 await self.stateless.handle(scope, admitted.receive, send, owner, name)
                 return
+            session_id = headers.get(MCP_SESSION_ID_HEADER.lower())
+            post = scope["method"] == "POST"
             refusal = await self.sessions.handle(
                 scope,
                 admitted.receive,
                 send,
                 owner,
-                session_id=headers.get(MCP_SESSION_ID_HEADER.lower()),
+                session_id=session_id,
                 posted=_request_ids(decoded),
                 last_event_id=headers.get("last-event-id") if scope["method"] == "GET" else None,
+                simple=plain.plain(headers, decoded, admitted.body) if post and session_id else None,
+                version=version,
             )
             if refusal is not None:
                 await self.refuse(scope, send, refusal, owner)

@@ -8,6 +8,9 @@ A session belongs to the token that opened it: the same id with another token (o
 none) is answered as an unknown session. Sessions are limited in all and per token,
 and end when idle too long, when the client deletes them, or when the front stops.
 
+The messages most requests carry (a single request without progress, a notification)
+the front answers itself (plain.py), past the transport and its cost.
+
 Each session keeps its last events (replay.py) so a client that lost a stream resumes
 it with `Last-Event-ID`. A broken stream is therefore not taken as the client giving
 up (the specification says a disconnection is no cancellation): a call whose stream
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import attrs
@@ -27,6 +31,7 @@ import structlog
 import trio
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
+from assern.actors.listener.http import plain
 from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.http.replay import ReplayBuffer
 from assern.actors.listener.http.wire import SessionWire, request_key
@@ -61,6 +66,23 @@ class Session:
     resume_grace: float = 0.0
     wire: SessionWire | None = None
     cancel: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    #: seconds the session may go with no request in flight (inf: for ever)
+    idle_timeout: float = math.inf
+    #: cancelled once the session was idle for `idle_timeout`
+    idle: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    in_flight: int = 0
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        """A request is being served (an open GET stream too): the session is not idle."""
+        self.in_flight += 1
+        self.idle.deadline = math.inf
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self.idle.deadline = trio.current_time() + self.idle_timeout
 
 
 class HandshakeSessions:
@@ -96,18 +118,25 @@ class HandshakeSessions:
         session_id: str | None,
         posted: tuple[RequestId, ...],
         last_event_id: str | None = None,
+        simple: plain.Plain | None = None,
+        version: str | None = None,
     ) -> Refusal | None:
         """Serve one request of the handshake era; a refusal when it may not reach a session.
 
         `session_id`: its `Mcp-Session-Id`; `posted`: the ids of the requests it posts;
-        `last_event_id`: the `Last-Event-ID` of a GET that resumes a stream.
+        `last_event_id`: the `Last-Event-ID` of a GET that resumes a stream; `simple`:
+        the POST's message when the front may answer it itself; `version`: its
+        `MCP-Protocol-Version`.
         """
         if session_id is not None:
             session = self.sessions.get(session_id)
             if session is None or session.owner != owner:
                 reason = "unknown_session" if session is None else "session_of_another_token"
                 return Refusal(404, "Session not found", reason)
-            await self._serve_request(session, scope, receive, send, posted, last_event_id)
+            with session.busy():
+                if simple is not None and self._may_answer(session, simple):
+                    return await self._answer(session, simple, receive, send, version)
+                await self._serve_request(session, scope, receive, send, posted, last_event_id)
             if session.transport.is_terminated:
                 self._forget(session)
             return None
@@ -119,7 +148,8 @@ class HandshakeSessions:
                 429, f"Too many open sessions for this token ({limits.per_token})", "token_session_limit"
             )
         session = await self._open(owner, limits)
-        status = await self._serve_request(session, scope, receive, send, posted)
+        with session.busy():
+            status = await self._serve_request(session, scope, receive, send, posted)
         if status is None or status >= 400:
             self._forget(session)  # nothing was established (no initialize, or refused)
             session.cancel.cancel()
@@ -129,17 +159,15 @@ class HandshakeSessions:
 
     async def _open(self, owner: str | None, limits: SessionLimits) -> Session:
         assert self._nursery is not None, "the sessions' nursery runs before requests are served"
-        idle = limits.idle_timeout if math.isfinite(limits.idle_timeout) else None
         replay = ReplayBuffer(limits.replay_events) if limits.replay_events > 0 else None
-        transport = StreamableHTTPServerTransport(
-            mcp_session_id=uuid.uuid4().hex, idle_timeout=idle, event_store=replay
-        )
+        transport = StreamableHTTPServerTransport(mcp_session_id=uuid.uuid4().hex, event_store=replay)
         session = Session(
             id=transport.mcp_session_id or "",
             owner=owner,
             transport=transport,
             replay=replay,
             resume_grace=limits.resume_grace,
+            idle_timeout=limits.idle_timeout,
         )
         self.sessions[session.id] = session
         await self._nursery.start(self._run_session, session)
@@ -153,7 +181,7 @@ class HandshakeSessions:
                     wire = session.wire = SessionWire(read, write)
                     task_status.started()
                     started = True
-                    idle = session.transport.idle_scope or trio.CancelScope()
+                    idle = session.idle
                     with idle:
                         async with trio.open_nursery() as nursery:
                             nursery.start_soon(wire.pump_in)
@@ -171,6 +199,39 @@ class HandshakeSessions:
                 if not session.transport.is_terminated:
                     with trio.CancelScope(shield=True):
                         await session.transport.terminate()
+
+    def _may_answer(self, session: Session, simple: plain.Plain) -> bool:
+        """Whether the front answers `simple` itself: the session's connection runs, and
+        the request's id is not one in flight already (the transport refuses that)."""
+        wire = session.wire
+        if wire is None or session.transport.is_terminated:
+            return False
+        return simple.request_id is None or request_key(simple.request_id) not in wire.unanswered
+
+    async def _answer(
+        self,
+        session: Session,
+        simple: plain.Plain,
+        receive: Receive,
+        send: Send,
+        version: str | None,
+    ) -> Refusal | None:
+        wire = session.wire
+        assert wire is not None
+        try:
+            if simple.request_id is None:
+                await plain.accept(wire, simple, send, session_id=session.id)
+                return None
+            outcome = await plain.answer(
+                wire, simple, receive, send, session_id=session.id, version=version, replay=session.replay
+            )
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            return Refusal(404, "Session not found", "session_ended")
+        if outcome is plain.Outcome.LEFT:
+            await self._abandon(session, simple.request_id, None)
+        elif outcome is plain.Outcome.LEFT_STREAM:
+            await self._hung_up(session, simple.request_id)
+        return None
 
     async def _serve_request(
         self,

@@ -16,13 +16,20 @@ tagged with the request it belongs to so the transport puts it on the right SSE 
 
 The wire also knows which client requests are still unanswered, so the HTTP front can
 cancel the call of a client that hung up on its POST (`abandon`).
+
+A request the front answers itself (plain.py) skips the transport both ways: its line
+goes to the connection as posted (`post_line`), and its answer comes back as the line
+the connection wrote, to the POST that claimed it. An answer whose POST is gone by then
+goes to the transport like any other, which keeps it for a client that resumes.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 import mcp_types as types
 import structlog
 import trio
@@ -49,6 +56,21 @@ RequestKey = str
 def request_key(request_id: types.RequestId) -> RequestKey:
     """A request id as the transport keys its streams (ids 1 and "1" are one stream)."""
     return str(request_id)
+
+
+@attrs.define(eq=False)
+class Claim:
+    """A POST waiting for its request's answer, to send it itself."""
+
+    request_id: types.RequestId
+    answered: trio.Event = attrs.field(factory=trio.Event)
+    #: the answer as the connection wrote it, once it came
+    line: bytes | None = None
+
+    def answer(self) -> bytes:
+        """The answer, once `answered` is set."""
+        assert self.line is not None, "answered claims hold their answer"
+        return self.line
 
 
 class _LinesIn(trio.abc.ReceiveStream):
@@ -114,6 +136,8 @@ class SessionWire:
         self.unanswered: dict[RequestKey, types.RequestId] = {}
         #: progress tokens by the key of the request that gave them
         self._progress: dict[str, RequestKey] = {}
+        #: requests whose POST waits for the answer itself, by key
+        self._claims: dict[RequestKey, Claim] = {}
 
     async def pump_in(self) -> None:
         """Hand what the client posts to the connection, until the session ends."""
@@ -138,6 +162,30 @@ class SessionWire:
         line = message.model_dump_json(by_alias=True, exclude_unset=True).encode()
         await self._lines_send.send(line + b"\n")
 
+    async def post_line(self, line: bytes, request_id: types.RequestId | None = None) -> Claim | None:
+        """One message from the client as its JSON `line`, on to the connection; for a
+        request (`request_id`), the claim its POST waits on for the answer."""
+        claim = None
+        if request_id is not None:
+            key = request_key(request_id)
+            self.unanswered[key] = request_id
+            claim = self._claims[key] = Claim(request_id)
+        try:
+            await self._lines_send.send(line + b"\n")
+        except (trio.ClosedResourceError, trio.BrokenResourceError):
+            if claim is not None:
+                self.release(claim)
+            raise
+        return claim
+
+    def release(self, claim: Claim) -> bytes | None:
+        """The claiming POST is done (answered, gone or switching to a stream): the answer
+        is no longer handed to it. The answer it got and did not send, if any."""
+        key = request_key(claim.request_id)
+        if self._claims.get(key) is claim:
+            del self._claims[key]
+        return claim.line
+
     async def abandon(self, request_id: types.RequestId, reason: str) -> bool:
         """The client hung up on `request_id` before its answer: cancel it, as a client's
         `notifications/cancelled` would. False when it was answered already."""
@@ -155,6 +203,29 @@ class SessionWire:
         return True
 
     async def deliver(self, line: bytes) -> None:
+        """One line the connection wrote: an answer a POST claimed, to that POST; any
+        other, on to the transport, on the stream it belongs to."""
+        if self._claims and self._hand_to_claim(line):
+            return
+        await self.to_transport(line)
+
+    def _hand_to_claim(self, line: bytes) -> bool:
+        try:
+            head = json.loads(line)
+        except (ValueError, RecursionError):
+            return False
+        if not isinstance(head, dict) or "method" in head or not isinstance(head.get("id"), str | int):
+            return False
+        key = request_key(head["id"])
+        claim = self._claims.pop(key, None)
+        if claim is None:
+            return False
+        self._settle(key)
+        claim.line = line
+        claim.answered.set()
+        return True
+
+    async def to_transport(self, line: bytes) -> None:
         """One line the connection wrote, on to the transport, on the stream it belongs to."""
         try:
             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
