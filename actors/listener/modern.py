@@ -192,11 +192,14 @@ def build_server(
     bus: InMemorySubscriptionBus,
     subscribe: Subscriber,
     round_trips: RoundTrips,
+    input_schema: Callable[[str], Mapping[str, Any] | None] | None = None,
 ) -> Server[Any]:
     """The SDK server for one connection, with that connection's handlers.
 
     The requests that may need the client's input (`ROUND_TRIP_METHODS`) answer a
     backend's request during them with `input_required` rounds (round_trips.py).
+    `input_schema` finds a tool's schema by name for the SDK's check of `Mcp-Param`
+    headers over HTTP; without it the SDK lists every tool for each call to find it.
     """
     handlers = {
         _SERVER_ARGUMENTS[name]: sdk_handler(
@@ -212,6 +215,7 @@ def build_server(
             version=SERVER_VERSION,
             instructions=shared.instructions,
             on_subscriptions_listen=SubscribingListen(bus, subscribe),
+            get_tool_input_schema=input_schema,
             **handlers,
         )
     server.middleware = []  # nothing around the handlers (no tracing spans either)
@@ -227,14 +231,16 @@ class ModernServer:
         shared: SessionContext,
         subscribe: Subscriber,
         nursery: trio.Nursery,
+        input_schema: Callable[[str], Mapping[str, Any] | None] | None = None,
     ) -> None:
         """`methods`: the connection's handlers by method name; `shared`: what every
         connection shares (the catalog, the backends); `subscribe`: how the connection
-        follows a resource; `nursery`: where its calls run between input rounds."""
+        follows a resource; `nursery`: where its calls run between input rounds;
+        `input_schema`: a tool's schema by name, in the connection's view."""
         bus = InMemorySubscriptionBus()
         self.events = BusEvents(bus)
         self.round_trips = RoundTrips(nursery)
-        self.server = build_server(methods, shared, bus, subscribe, self.round_trips)
+        self.server = build_server(methods, shared, bus, subscribe, self.round_trips, input_schema)
 
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options(

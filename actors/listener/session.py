@@ -113,6 +113,10 @@ class ClientConnection:
 
     # ------------------------------------------------------------------ serving
 
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The schema of the tool this client calls as `name`, in its view."""
+        return self.routing.catalog.input_schema(name)
+
     def methods(self) -> dict[str, Method]:
         """The request methods this aggregate serves (besides `initialize` and `ping`)."""
         return self.handlers.methods()
@@ -166,7 +170,11 @@ class ClientConnection:
                     nursery.start_soon(self._follow_catalog)
                     self._nursery = nursery
                     modern = ModernServer(
-                        self.methods(), self.shared, self.handlers.set_subscription, nursery
+                        self.methods(),
+                        self.shared,
+                        self.handlers.set_subscription,
+                        nursery,
+                        self.input_schema,
                     )
                     self._events = modern.events
                     task_status.started(modern)
@@ -185,7 +193,11 @@ class ClientConnection:
                 self._match_profile()
                 assert self._nursery is not None
                 modern = ModernServer(
-                    self.methods(), self.shared, self.handlers.set_subscription, self._nursery
+                    self.methods(),
+                    self.shared,
+                    self.handlers.set_subscription,
+                    self._nursery,
+                    self.input_schema,
                 )
                 self._events = modern.events
                 await modern.serve([message for _, message in [*lead, opening]], reader, out)

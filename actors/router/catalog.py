@@ -11,7 +11,7 @@ import fnmatch
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 import mcp_types as types
@@ -137,6 +137,17 @@ class Catalog:
     @property
     def tool_list(self) -> list[types.Tool]:
         return list(self.listed)
+
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The inputSchema of the tool a client calls as `name` (a grouped tool, a routed
+        one, or a listed meta-tool); None when no tool has that name."""
+        found = self.groups.get(name) or self.tools.get(name)
+        if found is not None:
+            return found.tool.input_schema
+        for tool in self.listed:
+            if tool.name == name:
+                return tool.input_schema
+        return None
 
     def schema_problems(self, *, since_built: bool = True) -> dict[str, tuple[str, str]]:
         """exposed name -> (server, why) of every tool whose own schemas are not valid

@@ -123,3 +123,18 @@ def test_schema_problems_known_at_build_and_found_by_a_first_call() -> None:
     assert gate.input_problems({"x": "y"}) == []  # the first call compiles: it fails
     assert set(catalog.schema_problems()) == {"s_a", "s_b"}  # assernctl status lists both
     assert set(catalog.schema_problems(since_built=False)) == {"s_a"}  # the router logged that one
+
+
+def test_a_tool_s_input_schema_is_found_by_the_name_a_client_calls() -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    typed = types.Tool(name="search", input_schema=schema)
+    catalog = build_catalog([BackendListing(server="gh", tools=(typed,)), listing("jira", "get")])
+    assert catalog.input_schema("gh_search") == schema
+    assert catalog.input_schema("jira_get") == {"type": "object"}
+    assert catalog.input_schema("search") is None  # not a name any client is given
+    grouped = build_catalog([BackendListing(server="gh", tools=(typed,))], exposure="grouped")
+    assert grouped.input_schema("gh") == grouped.groups["gh"].tool.input_schema
+    searched = build_catalog([BackendListing(server="gh", tools=(typed,))], exposure="search")
+    [meta, *_] = searched.listed
+    assert searched.input_schema(meta.name) == meta.input_schema
+    assert searched.input_schema("gh_search") == schema  # found by search, callable by name
