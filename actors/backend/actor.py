@@ -34,6 +34,7 @@ from assern.actors.backend.errors import (
 )
 from assern.actors.backend.forward import ForwardLost
 from assern.actors.backend.hooks import SessionHooks
+from assern.actors.backend.messages import take
 from assern.actors.backend.session import BackendSession, open_session
 from assern.actors.backend.splice import CallReply, SplicedCall, watch_deadlines
 from assern.actors.backend.status import BackendState, BackendStatus
@@ -346,7 +347,7 @@ class BackendActor:
 
     async def _serve_mailbox(self, session: BackendSession, calls: trio.Nursery) -> None:
         async for msg in self.inbox:
-            calls.start_soon(self.calls.handle, session, msg)
+            calls.start_soon(self.calls.handle, session, take(msg))
 
     # ------------------------------------------------------------------ listing
 

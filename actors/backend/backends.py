@@ -281,6 +281,7 @@ class BackendsActor:
         elif actor.status.state is BackendState.READY:
             # STOPPED: it ended by itself and is not restarted (a transient or temporary backend).
             actor.mark(BackendState.STOPPED, last_exit=error)
+            self._drain(handle, f"it ended and is not restarted ({error})")
 
     def _drain(self, handle: BackendHandle, reason: str) -> None:
         """Answer every queued request of a backend that will not serve them."""

@@ -9,7 +9,6 @@ itself.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -106,17 +105,21 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
     pending: Pending[T]
     reply, pending = new_reply()
     msg = make(reply)
+    # A request waits in the queue for a ready incarnation to take it, but not forever:
+    # the (re)start gets `startup_timeout`, the call its own `timeout`. A backend that
+    # looked ready may end in the very instant the request is sent, so the bound holds
+    # until an incarnation takes the request, whatever the state was; from then on the
+    # incarnation keeps the call's own timeout (which progress may extend).
+    spec = handle.spec
+    limit = spec.startup_timeout + spec.timeout
+    msg.queued.deadline = trio.current_time() + limit  # set before an incarnation can take it
     try:
         await handle.mailbox.send(msg)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         reply.close()
         raise BackendUnavailable(handle.name, "it was removed from the configuration") from None
-    # A request queued for a backend that is not ready waits for its (re)start, but not
-    # forever: the start gets `startup_timeout`, the call its own `timeout`.
-    spec = handle.spec
-    limit = math.inf if status.state is BackendState.READY else spec.startup_timeout + spec.timeout
     try:
-        with trio.move_on_after(limit):
+        with msg.queued:
             return await pending.result()
     except ActorGone:
         status = handle.status

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -59,6 +60,9 @@ class CallTool:
     progress: ProgressSink | None = attrs.field(default=None, repr=False)
     #: cancelled by the caller when its client cancels the request
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    #: the caller's wait while the request is queued, bounded until an incarnation
+    #: takes the request (which lifts the bound: the call's own timeout rules then)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     origin: Origin | None = None
     #: the client's input rounds, when it takes `input_required` results itself
     rounds: Rounds | None = None
@@ -76,6 +80,7 @@ class ForwardCall:
     meta: dict[str, Any] | None = None
     progress: ProgressSink | None = attrs.field(default=None, repr=False)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     origin: Origin | None = None
     reply: Reply[dict[str, Any]] = attrs.field(repr=False)
 
@@ -84,6 +89,7 @@ class ForwardCall:
 class ReadResource:
     uri: str
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     rounds: Rounds | None = None
     reply: Reply[types.ReadResourceResult | types.InputRequiredResult] = attrs.field(repr=False)
 
@@ -93,6 +99,7 @@ class GetPrompt:
     name: str
     arguments: dict[str, str] | None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     rounds: Rounds | None = None
     reply: Reply[types.GetPromptResult | types.InputRequiredResult] = attrs.field(repr=False)
 
@@ -103,6 +110,7 @@ class Complete:
     argument: dict[str, str]
     context_arguments: dict[str, str] | None = None
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     reply: Reply[types.CompleteResult] = attrs.field(repr=False)
 
 
@@ -111,6 +119,7 @@ class Subscribe:
     uri: str
     subscribe: bool
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     reply: Reply[None] = attrs.field(repr=False)
 
 
@@ -118,10 +127,17 @@ class Subscribe:
 class SetLevel:
     level: types.LoggingLevel
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
+    queued: trio.CancelScope = attrs.field(factory=trio.CancelScope, repr=False)
     reply: Reply[None] = attrs.field(repr=False)
 
 
 BackendRequest = CallTool | ForwardCall | ReadResource | GetPrompt | Complete | Subscribe | SetLevel
+
+
+def take(msg: BackendRequest) -> BackendRequest:
+    """An incarnation takes `msg` from the mailbox: its caller stops bounding the wait."""
+    msg.queued.deadline = math.inf
+    return msg
 
 
 class BackendUnavailable(Exception):

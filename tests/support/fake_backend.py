@@ -54,7 +54,7 @@ class Backend:
     async def run(self) -> None:
         async with trio.open_nursery() as nursery:
             async for msg in self.mailbox:
-                nursery.start_soon(self.serve, msg)
+                nursery.start_soon(self.serve, msgs.take(msg))
 
     async def serve(self, msg: msgs.BackendRequest) -> None:
         with msg.reply:

@@ -1,0 +1,111 @@
+"""`request`: how long a call waits in a backend's queue, whatever the state looked like."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import outcome
+import pytest
+import trio
+import trio.testing
+
+from assern.actors.backend import messages as msgs
+from assern.actors.backend.backends import BackendsActor
+from assern.actors.backend.handle import BackendHandle, request
+from assern.actors.backend.messages import BackendUnavailable
+from assern.actors.backend.status import BackendState, BackendStatus
+from assern.actors.config.spec import ServerSpec
+from assern.supervisor.cell import Cell
+from assern.supervisor.status import ChildState, ChildStatus
+
+
+def ready_handle() -> tuple[BackendHandle, trio.MemoryReceiveChannel[msgs.BackendRequest]]:
+    """A backend that looks ready (startup_timeout 5 s, timeout 30 s) and its mailbox."""
+    send, receive = trio.open_memory_channel[msgs.BackendRequest](4)
+    view: Any = SimpleNamespace(
+        status=BackendStatus(server="a", transport="stdio", state=BackendState.READY),
+        state=BackendState.READY,
+        spec=SimpleNamespace(startup_timeout=5.0, timeout=30.0),
+    )
+    return BackendHandle(name="a", mailbox=send, view=view), receive
+
+
+def ping(reply: Any) -> msgs.BackendRequest:
+    return msgs.SetLevel(level="info", reply=reply)
+
+
+async def test_a_call_sent_as_its_ready_backend_ends_is_not_left_waiting(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The backend looked ready when the call was sent, and no incarnation ever takes it
+    # (it ended in that instant and does not come back): the wait has the same bound as
+    # one for a starting backend.
+    handle, _mailbox = ready_handle()
+    started = trio.current_time()
+    with pytest.raises(BackendUnavailable, match="did not become ready within 35 s"):
+        await request(handle, ping)
+    assert trio.current_time() - started == pytest.approx(35)
+
+
+async def test_once_taken_a_call_is_bounded_by_the_incarnation_not_the_queue(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    handle, mailbox = ready_handle()
+
+    async def slow_incarnation() -> None:
+        await trio.sleep(20)  # restarting: it takes the call 20 s after it was sent
+        msg = msgs.take(await mailbox.receive())
+        assert isinstance(msg, msgs.SetLevel)
+        await trio.sleep(600)  # a long call (its progress keeps it alive at the backend)
+        msg.reply.send_nowait(outcome.Value(None))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(slow_incarnation)
+        started = trio.current_time()
+        assert await request(handle, ping) is None
+        assert trio.current_time() - started == pytest.approx(620)
+
+
+async def test_a_call_taken_at_once_keeps_no_queue_deadline(autojump_clock: trio.testing.MockClock) -> None:
+    handle, mailbox = ready_handle()
+    seen: list[float] = []
+
+    async def incarnation() -> None:
+        msg = msgs.take(await mailbox.receive())
+        assert isinstance(msg, msgs.SetLevel)
+        seen.append(msg.queued.deadline)
+        msg.reply.send_nowait(outcome.Value(None))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(incarnation)
+        await request(handle, ping)
+    assert seen == [float("inf")]
+
+
+async def test_calls_queued_for_a_backend_that_ended_for_good_are_answered_at_once() -> None:
+    # A transient or temporary backend that ends is not restarted: whatever was queued
+    # in the instant before is refused with the reason, not left to its deadline.
+    _, inbox = trio.open_memory_channel[Any](1)
+    router, _ = trio.open_memory_channel[Any](1)
+    backends = BackendsActor(
+        inbox, router=router, on_notification=lambda *_: None, directory=Cell({}), settled=trio.Event()
+    )
+    handle = backends._new_handle(ServerSpec(name="a", transport="stdio", command="true"))
+    backends.directory.set({"a": handle})
+    backends._actors["a"].mark(BackendState.READY)
+    async with trio.open_nursery() as nursery:
+        failed: list[BaseException] = []
+
+        async def call() -> None:
+            try:
+                await request(handle, ping)
+            except BackendUnavailable as exc:
+                failed.append(exc)
+
+        nursery.start_soon(call)
+        await trio.testing.wait_all_tasks_blocked()
+        backends._child_changed(ChildStatus(id="a", state=ChildState.STOPPED, last_exit="exited with code 0"))
+    [error] = failed
+    assert "it ended and is not restarted (exited with code 0)" in str(error)
+    assert handle.state is BackendState.STOPPED
