@@ -45,6 +45,15 @@ STREAM_AFTER = 0.5
 KEEPALIVE_EVERY = 15.0
 #: An SSE comment, which clients skip and proxies see as traffic.
 KEEPALIVE = b": ping\r\n\r\n"
+#: What a POST waiting for its answer gets when its session ends first.
+SESSION_ENDED = json.dumps(
+    {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": types.INTERNAL_ERROR, "message": "Session terminated before the request completed"},
+    },
+    separators=(",", ":"),
+).encode()
 #: The first revision whose clients read a priming event (an id with empty data).
 PRIMING_SINCE = "2025-11-25"
 #: What a request without `MCP-Protocol-Version` speaks, as the specification says.
@@ -118,6 +127,9 @@ async def answer(
                 if claim.line is not None:
                     await _respond(send, 200, "application/json", session_id, claim.line)
                     sent = True
+                elif claim.answered.is_set():  # the session ended first
+                    await _respond(send, 500, "application/json", session_id, SESSION_ENDED)
+                    sent = True
                 else:
                     streaming = True
                     primed = replay is not None and (version or DEFAULT_VERSION) >= PRIMING_SINCE
@@ -131,11 +143,14 @@ async def answer(
                         if not claim.answered.is_set():
                             await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
                     line = claim.answer()
-                    event_id = None
-                    if replay is not None:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        event_id = await replay.store_event(key, message)
-                    await _event(send, event_id, line, last=True)
+                    if line is None:  # the session ended first: so does the stream
+                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    else:
+                        event_id = None
+                        if replay is not None:
+                            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                            event_id = await replay.store_event(key, message)
+                        await _event(send, event_id, line, last=True)
                     sent = True
                 nursery.cancel_scope.cancel()
     finally:

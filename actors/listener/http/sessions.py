@@ -196,6 +196,8 @@ class HandshakeSessions:
                 log.exception("http_session_failed", session=session.id[:8])
             finally:
                 self._forget(session)
+                if session.wire is not None:
+                    session.wire.end()
                 if not session.transport.is_terminated:
                     with trio.CancelScope(shield=True):
                         await session.transport.terminate()

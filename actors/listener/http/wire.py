@@ -64,12 +64,12 @@ class Claim:
 
     request_id: types.RequestId
     answered: trio.Event = attrs.field(factory=trio.Event)
-    #: the answer as the connection wrote it, once it came
+    #: the answer as the connection wrote it, once it came (None once `answered`: the
+    #: session ended first)
     line: bytes | None = None
 
-    def answer(self) -> bytes:
-        """The answer, once `answered` is set."""
-        assert self.line is not None, "answered claims hold their answer"
+    def answer(self) -> bytes | None:
+        """The answer so far (read afresh: another task may have just set it)."""
         return self.line
 
 
@@ -185,6 +185,12 @@ class SessionWire:
         if self._claims.get(key) is claim:
             del self._claims[key]
         return claim.line
+
+    def end(self) -> None:
+        """The session ended: every waiting POST is woken without an answer."""
+        claims, self._claims = self._claims, {}
+        for claim in claims.values():
+            claim.answered.set()
 
     async def abandon(self, request_id: types.RequestId, reason: str) -> bool:
         """The client hung up on `request_id` before its answer: cancel it, as a client's

@@ -328,3 +328,33 @@ async def test_a_request_in_flight_holds_the_session_past_its_idle_timeout(
         await trio.sleep(2)
         assert session not in sessions.sessions
         nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("after", [0.1, 2.0], ids=["waiting-for-json", "streaming"])
+async def test_a_post_waiting_when_its_session_ends_is_told_at_once(
+    autojump_clock: trio.testing.MockClock, after: float
+) -> None:
+    connection = Connection()
+    sessions = HandshakeSessions(connection.serve, lambda: LIMITS)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(sessions.run)
+        session = await open_session(sessions)
+        hung = Exchange("POST", request(7, "hang"), session)
+        done = trio.Event()
+
+        async def post() -> None:
+            await hung.run(sessions)
+            done.set()
+
+        nursery.start_soon(post)
+        await trio.sleep(after)
+        await Exchange("DELETE", None, session).run(sessions)
+        with trio.fail_after(1):
+            await done.wait()
+        if after < plain.STREAM_AFTER:
+            assert hung.status == 500
+            assert json.loads(hung.body_sent)["error"]["message"].startswith("Session terminated")
+        else:
+            assert hung.head[b"content-type"] == b"text/event-stream"
+            assert hung.sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+        nursery.cancel_scope.cancel()
