@@ -100,8 +100,9 @@ class Handlers:
         catalog = self._routing.catalog
         if catalog.exposure == "search" and params.name in META_TOOLS:
             return await self._meta_tool(ctx, params, catalog)
-        if params.name not in catalog.tools and not self.shared.settled.is_set():
-            catalog = await self._routing.settled_catalog()
+        name = params.name
+        if name not in catalog.tools and name not in catalog.groups:
+            catalog = await self._routing.catalog_having(lambda c: name in c.tools or name in c.groups)
         group = catalog.groups.get(params.name)
         if group is not None:
             chosen = group.resolve(params.arguments)
@@ -364,8 +365,9 @@ class Handlers:
     async def _get_prompt(
         self, ctx: RequestContext, params: types.GetPromptRequestParams
     ) -> types.GetPromptResult | types.InputRequiredResult:
-        catalog = await self._routing.settled_catalog()
-        route = catalog.prompts.get(params.name)
+        name = params.name
+        catalog = await self._routing.catalog_having(lambda c: name in c.prompts)
+        route = catalog.prompts.get(name)
         if route is None:
             raise RpcError(
                 types.INVALID_PARAMS, unknown_prompt_message(catalog, params.name), {"prompt": params.name}

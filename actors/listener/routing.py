@@ -11,6 +11,7 @@ connection are handed the same one.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import trio
@@ -22,6 +23,8 @@ from assern.actors.listener.context import UNAVAILABLE, SessionContext
 from assern.actors.router import naming
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from assern.actors.backend.handle import BackendHandle
     from assern.actors.router.catalog import Catalog
     from assern.supervisor.cell import Cell
@@ -109,6 +112,30 @@ class Routing:
     async def settled_catalog(self) -> Catalog:
         """The catalog once the starting backends are listed (or `list_wait` passed)."""
         await self.wait_settled(self.shared.list_wait)
+        return self.cell.value
+
+    async def catalog_having(self, has: Callable[[Catalog], bool]) -> Catalog:
+        """The catalog as soon as `has` holds for it (a name a request uses is listed);
+        else, as `settled_catalog`, once the starting backends are listed or `list_wait`
+        passed. A call to a tool of a backend that just became ready does not wait for
+        the others still starting."""
+        if has(self.cell.value):
+            return self.cell.value
+        with trio.move_on_after(self.shared.list_wait):
+            async with trio.open_nursery() as nursery:
+
+                async def settled() -> None:
+                    await self.wait_settled(math.inf)
+                    nursery.cancel_scope.cancel()
+
+                async def listed() -> None:
+                    version = self.cell.version
+                    while not has(self.cell.value):
+                        version, _ = await self.next_catalog(version)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(settled)
+                nursery.start_soon(listed)
         return self.cell.value
 
     def down_owner(self, name: str) -> BackendUnavailable | None:

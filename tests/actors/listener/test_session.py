@@ -256,6 +256,21 @@ async def test_a_list_waiting_for_starting_backends_can_be_cancelled() -> None:
         assert await s.wire.ask(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
 
 
+async def test_a_call_waits_for_its_own_tool_to_be_listed_not_for_every_backend() -> None:
+    async with serve("echo", settled=False) as s:
+        await s.wire.handshake()
+        # `a_late` is not listed yet, and some backend is still starting (not settled)
+        await s.wire.request(1, "tools/call", {"name": "a_late", "arguments": {"text": "here"}})
+        await trio.testing.wait_all_tasks_blocked()
+        s.shared.catalog.set(catalog("echo", "late"))  # its backend was listed
+        answer = await s.wire.next()
+        if answer.get("method") == "notifications/tools/list_changed":
+            answer = await s.wire.next()
+        assert answer["id"] == 1
+        assert answer["result"]["content"][0]["text"] == "here"
+        assert not s.shared.settled.is_set()  # the others are still starting
+
+
 async def test_progress_reaches_the_caller() -> None:
     async with serve() as s:
         await s.wire.handshake()
