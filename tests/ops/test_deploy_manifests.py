@@ -18,6 +18,9 @@ import yaml
 
 DEPLOY = Path(__file__).resolve().parents[2] / "ops" / "deploy"
 K8S = DEPLOY / "kubernetes"
+#: the Kubernetes releases whose APIs the manifests are checked against: an old one
+#: still in wide use, and the newest the schema package knows
+KUBERNETES = ("1.29", "latest")
 
 
 def documents(name: str) -> dict[str, dict[str, Any]]:
@@ -28,6 +31,28 @@ def documents(name: str) -> dict[str, dict[str, Any]]:
 
 ASSERN = documents("assern.yaml")
 HAPROXY = documents("haproxy.yaml")
+
+
+@pytest.mark.parametrize("release", KUBERNETES)
+@pytest.mark.parametrize("name", sorted(p.name for p in K8S.glob("*.yaml") if p.name != "kustomization.yaml"))
+def test_every_manifest_is_valid_against_the_kubernetes_api_schemas(name: str, release: str) -> None:
+    # Strict: a misspelt or misplaced field is an error, as `kubectl apply` would make it.
+    import kubernetes_validate
+
+    version = kubernetes_validate.latest_version() if release == "latest" else release
+    for document in yaml.safe_load_all((K8S / name).read_text()):
+        if document:
+            kubernetes_validate.validate(document, version, strict=True)
+
+
+def test_a_misplaced_field_is_caught_by_that_check() -> None:
+    import kubernetes_validate
+
+    deployment = yaml.safe_load_all((K8S / "assern.yaml").read_text())
+    [broken] = [d for d in deployment if d and d["kind"] == "Deployment"]
+    broken["spec"]["template"]["spec"]["containers"][0]["readinessprobe"] = {}  # lower-case p
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, kubernetes_validate.latest_version(), strict=True)
 
 
 def test_kustomize_lists_every_manifest() -> None:

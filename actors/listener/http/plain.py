@@ -217,6 +217,7 @@ def _headers(content_type: str | None, session_id: str) -> list[tuple[bytes, byt
 
 async def _respond(send: Send, status: int, content_type: str | None, session_id: str, body: bytes) -> None:
     headers = _headers(content_type, session_id)
+    headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
