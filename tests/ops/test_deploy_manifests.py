@@ -55,6 +55,21 @@ def test_a_misplaced_field_is_caught_by_that_check() -> None:
         kubernetes_validate.validate(broken, kubernetes_validate.latest_version(), strict=True)
 
 
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_builds_the_kustomization_into_every_document() -> None:
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(K8S)], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    kinds = sorted(f"{d['kind']}/{d['metadata']['name']}" for d in yaml.safe_load_all(built) if d)
+    expected = sorted({*ASSERN, *HAPROXY, *documents("namespace.yaml")})
+    assert kinds == expected
+    assert all(
+        d["metadata"].get("namespace") == "assern"
+        for d in yaml.safe_load_all(built)
+        if d and d["kind"] != "Namespace"
+    )
+
+
 def test_kustomize_lists_every_manifest() -> None:
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
     listed = set(kustomization["resources"])
