@@ -16,7 +16,7 @@ import trio
 from content import text_in
 from harness import HTTP_INIT as INIT
 from harness import POST_HEADERS, AssernEnv, HttpFront, http_front, in_session, server_table
-from instances import wait_until
+from instances import daemon, wait_until
 from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
@@ -543,3 +543,25 @@ async def test_sigterm_drains_open_calls_before_stopping(
             assert front.process.returncode == 0
     events = [e["event"] for e in assern_env.log_events()]
     assert events.index("http_draining") < events.index("http_drained") < events.index("assern_stopped")
+
+
+async def test_the_daemon_serves_listen_http_with_the_backends_it_shares(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a free loopback port for [listen] http
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = write_config(server_table("alpha") + f'[listen]\nhttp = "127.0.0.1:{port}"\n')
+    with trio.fail_after(60):
+        async with daemon(assern_env, "--config", str(config)) as process:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with Client(url, mode="legacy") as over_http:
+                pid = text_in((await over_http.call_tool("alpha_get_pid", {})).content[0])
+                # a stdio client of the same configuration reaches the same instance
+                async with Client(assern_env.serve(config), mode="legacy") as over_stdio:
+                    shared = text_in((await over_stdio.call_tool("alpha_get_pid", {})).content[0])
+                assert shared == pid
+            process.terminate()
+            assert await process.wait() == 0
