@@ -116,7 +116,7 @@ async def answer(
     key = request_key(request.request_id)
     claim = await wire.post_line(request.line, request.request_id)
     assert claim is not None
-    streaming = sent = False
+    streaming = sent = kept = False
     left = trio.CancelScope()
     try:
         with left:
@@ -150,12 +150,13 @@ async def answer(
                         if replay is not None:
                             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                             event_id = await replay.store_event(key, message)
+                            kept = True  # a resuming client finds it there
                         await _event(send, event_id, line, last=True)
                     sent = True
                 nursery.cancel_scope.cancel()
     finally:
         unsent = wire.release(claim)
-        if unsent is not None and not sent and streaming:
+        if unsent is not None and not sent and streaming and not kept:
             # answered as the client left its stream: keep it for the resume
             with trio.CancelScope(shield=True):
                 await wire.to_transport(unsent)
