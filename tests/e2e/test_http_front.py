@@ -195,6 +195,9 @@ async def test_a_dropped_post_cancels_its_call_while_the_session_lives(
     with trio.fail_after(60):
         async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
             headers = await open_raw_session(http, front.url)
+            # (a list waits for the backend: the call reaches it before the client leaves)
+            listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+            assert (await http.post(front.url, json=listing, headers=headers)).status_code == 200
             call = call_message(2, "alpha_wait_cancel", {"marker": str(marker)})
             with trio.move_on_after(1.5):
                 async with http.stream("POST", front.url, json=call, headers=headers) as response:
