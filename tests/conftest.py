@@ -28,14 +28,3 @@ def mock_clock() -> trio.testing.MockClock:
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> None:
     if inspect.iscoroutinefunction(pyfuncitem.obj):
         pyfuncitem.obj = trio.testing.trio_test(pyfuncitem.obj)
-
-
-#: Tests that take tens of seconds each (the benchmarks' smoke runs, the conformance
-#: harness, the replica drill): collected first, so that the parallel workers start them
-#: at once and finish together on the short ones, instead of one worker running them
-#: alone at the end.
-LONG_FIRST = ("tests/ops/", "tests/e2e/test_operations.py")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FIRST))
