@@ -26,6 +26,7 @@ from assern.actors.listener.http import plain
 from assern.actors.listener.http.checks import authenticate, check_header_size, check_host_origin
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
 from assern.actors.listener.http.refusal import Refusal
+from assern.actors.listener.http.wire import usable_id
 from assern.actors.listener.protocol import modern_client_name
 
 if TYPE_CHECKING:
@@ -279,12 +280,7 @@ def _decode(body: bytes) -> Any:
 def _request_ids(decoded: Any) -> tuple[Any, ...]:
     messages = decoded if isinstance(decoded, list) else [decoded]
     return tuple(
-        m["id"]
-        for m in messages
-        if isinstance(m, dict)
-        and "method" in m
-        and isinstance(m.get("id"), str | int)
-        and not isinstance(m["id"], bool)
+        m["id"] for m in messages if isinstance(m, dict) and "method" in m and usable_id(m.get("id"))
     )
 
 

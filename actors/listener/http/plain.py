@@ -31,7 +31,7 @@ import attrs
 import mcp_types as types
 import trio
 
-from assern.actors.listener.http.wire import SessionWire, request_key
+from assern.actors.listener.http.wire import SessionWire, request_key, usable_id
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -89,14 +89,14 @@ def plain(headers: Mapping[str, str], message: Any, body: bytes) -> Plain | None
     method = message.get("method")
     request_id = message.get("id")
     if method is None:  # a response to one of our requests
-        if not _valid_id(request_id) or ("result" in message) == ("error" in message):
+        if not usable_id(request_id) or ("result" in message) == ("error" in message):
             return None
         return Plain(_line(message, body), None)
     if not isinstance(method, str):
         return None
     if "id" not in message:
         return Plain(_line(message, body), None)
-    if not _valid_id(request_id) or method == "initialize" or _asks_progress(params):
+    if not usable_id(request_id) or method == "initialize" or _asks_progress(params):
         return None
     return Plain(_line(message, body), request_id)
 
@@ -184,10 +184,6 @@ def _accepts_both(accept: str) -> bool:
         return True
     json_ok = bool(kinds & {"application/json", "application/*"})
     return json_ok and bool(kinds & {"text/event-stream", "text/*"})
-
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, str | int) and not isinstance(value, bool)
 
 
 def _asks_progress(params: dict[str, Any] | None) -> bool:

@@ -53,6 +53,11 @@ _SESSION_ENDED = (
 RequestKey = str
 
 
+def usable_id(value: Any) -> bool:
+    """Whether `value` can be a JSON-RPC request's id (a string or an integer, not a bool)."""
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def request_key(request_id: types.RequestId) -> RequestKey:
     """A request id as the transport keys its streams (ids 1 and "1" are one stream)."""
     return str(request_id)
@@ -220,7 +225,7 @@ class SessionWire:
             head = json.loads(line)
         except (ValueError, RecursionError):
             return False
-        if not isinstance(head, dict) or "method" in head or not isinstance(head.get("id"), str | int):
+        if not isinstance(head, dict) or "method" in head or not usable_id(head.get("id")):
             return False
         key = request_key(head["id"])
         claim = self._claims.pop(key, None)
@@ -263,6 +268,6 @@ def _progress_token(params: dict[str, Any] | None) -> str | int | None:
     meta = (params or {}).get("_meta")
     if isinstance(meta, dict):
         token = meta.get("progressToken")
-        if isinstance(token, str | int) and not isinstance(token, bool):
+        if usable_id(token):
             return token
     return None
