@@ -119,6 +119,62 @@ async def test_a_client_that_hangs_up_mid_call_gets_the_backend_call_cancelled(
             assert marker.read_text() == "cancelled"
 
 
+def modern_call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": tool, "arguments": arguments, "_meta": meta}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def test_stateless_calls_check_routing_headers_and_end_when_their_client_leaves(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A 2026-07-28 tool call the front answers itself: the official client's
+    `Mcp-Param-*` header for an argument declared `x-mcp-header` passes, a header that
+    disagrees with the body is refused as the specification says, and a client that
+    closes its request cancels the backend's call."""
+    config = write_config(server_table("alpha", "--routing-header", "text=Text"))
+    marker = tmp_path / "cancelled"
+    headers = {
+        **POST_HEADERS,
+        "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/call",
+        "mcp-name": "alpha_echo",
+    }
+    with trio.fail_after(60):
+        async with http_front(assern_env, config) as front:
+            async with Client(front.url, mode="2026-07-28") as client:
+                tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+                schema = tools["alpha_echo"].input_schema
+                assert schema["properties"]["text"]["x-mcp-header"] == "Text"
+                echoed = await client.call_tool("alpha_echo", {"text": "routed"})
+                assert text_in(echoed.content[0]) == "routed"
+            async with httpx2.AsyncClient(timeout=30) as http:
+                body = modern_call(2, "alpha_echo", {"text": "eu"})
+                agreed = await http.post(front.url, json=body, headers={**headers, "mcp-param-text": "eu"})
+                assert agreed.status_code == 200
+                assert agreed.headers["content-type"] == "application/json"
+                assert (
+                    text_in(types.CallToolResult.model_validate(agreed.json()["result"]).content[0]) == "eu"
+                )
+                differs = await http.post(front.url, json=body, headers={**headers, "mcp-param-text": "us"})
+                assert differs.status_code == 400
+                assert differs.json()["error"]["code"] == types.HEADER_MISMATCH
+                assert "Mcp-Param-Text" in differs.json()["error"]["message"]
+                missing = await http.post(front.url, json=body, headers=headers)
+                assert missing.status_code == 400
+                wait = modern_call(3, "alpha_wait_cancel", {"marker": str(marker)})
+                with trio.move_on_after(1.5):
+                    await http.post(
+                        front.url, json=wait, headers={**headers, "mcp-name": "alpha_wait_cancel"}
+                    )
+            await wait_until(marker.exists)
+            assert marker.read_text() == "cancelled"
+
+
 async def open_raw_session(http: httpx2.AsyncClient, url: str) -> dict[str, str]:
     """Initialize a handshake-era session by hand; the headers of its later requests."""
     opened = await http.post(url, json=INIT, headers=POST_HEADERS)

@@ -146,15 +146,16 @@ class ToolDef:
     params: Mapping[str, str]  # argument name -> JSON type; every argument is required
     run: ToolFn
 
-    def to_mcp(self) -> types.Tool:
+    def to_mcp(self, routing_headers: Mapping[str, str]) -> types.Tool:
+        properties: dict[str, Any] = {}
+        for name, kind in self.params.items():
+            properties[name] = {"type": kind}
+            if name in routing_headers:  # 2026-07-28 clients mirror it as `Mcp-Param-<token>`
+                properties[name]["x-mcp-header"] = routing_headers[name]
         return types.Tool(
             name=self.name,
             description=self.description,
-            input_schema={
-                "type": "object",
-                "properties": {name: {"type": kind} for name, kind in self.params.items()},
-                "required": list(self.params),
-            },
+            input_schema={"type": "object", "properties": properties, "required": list(self.params)},
         )
 
     def check_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,8 +174,11 @@ class ToolDef:
 class TestingServer:
     """The state and handlers of one test server process."""
 
-    def __init__(self, name: str, only_tools: list[str] | None) -> None:
+    def __init__(
+        self, name: str, only_tools: list[str] | None, routing_headers: Mapping[str, str] | None = None
+    ) -> None:
         self.name = name
+        self.routing_headers = dict(routing_headers or {})
         self.tools: dict[str, ToolDef] = {t.name: t for t in self._builtin_tools()}
         if only_tools is not None:
             unknown = sorted(set(only_tools) - set(self.tools))
@@ -294,7 +298,9 @@ class TestingServer:
     async def list_tools(
         self, ctx: Ctx, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool.to_mcp() for tool in self.tools.values()])
+        return types.ListToolsResult(
+            tools=[tool.to_mcp(self.routing_headers) for tool in self.tools.values()]
+        )
 
     async def call_tool(
         self, ctx: Ctx, params: types.CallToolRequestParams
@@ -595,6 +601,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--tools", help="comma-separated tools to offer (default: all)")
     parser.add_argument(
+        "--routing-header",
+        action="append",
+        default=[],
+        metavar="ARGUMENT=TOKEN",
+        help="declare every tool argument ARGUMENT with `x-mcp-header: TOKEN` (repeatable)",
+    )
+    parser.add_argument(
         "--stderr-lines", type=int, default=0, metavar="N", help="write N lines to stderr at start"
     )
     parser.add_argument(
@@ -621,7 +634,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 async def serve(args: argparse.Namespace) -> None:
     only_tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools is not None else None
-    state = TestingServer(args.name, only_tools)
+    routing = dict(item.split("=", 1) for item in args.routing_header)
+    state = TestingServer(args.name, only_tools, routing)
     server = state.build()
     if args.hang_on_start:
         server.middleware.append(answer_nothing)

@@ -25,6 +25,7 @@ from starlette.types import Receive
 from assern.actors.listener.http import plain
 from assern.actors.listener.http.checks import authenticate, check_header_size, check_host_origin
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
+from assern.actors.listener.http.plain_stateless import plain_request
 from assern.actors.listener.http.refusal import Refusal
 from assern.actors.listener.http.wire import usable_id
 from assern.actors.listener.protocol import modern_client_name
@@ -157,7 +158,9 @@ class HttpApp:
         with self.metrics.request(modern):
             if modern:
                 name = modern_client_name(decoded)
-                await self.stateless.handle(scope, admitted.receive, send, owner, name)
+                request = plain_request(headers, decoded) if scope["method"] == "POST" else None
+                simple = None if request is None else (request, decoded)
+                await self.stateless.handle(scope, admitted.receive, send, owner, name, simple)
                 return
             session_id = headers.get(MCP_SESSION_ID_HEADER.lower())
             post = scope["method"] == "POST"

@@ -79,7 +79,7 @@ class Outcome(Enum):
 
 def plain(headers: Mapping[str, str], message: Any, body: bytes) -> Plain | None:
     """The POST as a plain message, or None when the transport must serve it."""
-    if not _is_json(headers.get("content-type", "")) or not _accepts_both(headers.get("accept", "")):
+    if not is_json(headers.get("content-type", "")) or not accepts_both(headers.get("accept", "")):
         return None
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
@@ -121,7 +121,7 @@ async def answer(
     try:
         with left:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_until_disconnect, receive, left)
+                nursery.start_soon(until_disconnect, receive, left)
                 with trio.move_on_after(STREAM_AFTER):
                     await claim.answered.wait()
                 if claim.line is not None:
@@ -174,11 +174,11 @@ async def accept(wire: SessionWire, message: Plain, send: Send, *, session_id: s
 # ------------------------------------------------------------------- helpers
 
 
-def _is_json(content_type: str) -> bool:
+def is_json(content_type: str) -> bool:
     return content_type.split(";")[0].strip().lower() == "application/json"
 
 
-def _accepts_both(accept: str) -> bool:
+def accepts_both(accept: str) -> bool:
     kinds = {part.split(";")[0].strip().lower() for part in accept.split(",")}
     if "*/*" in kinds:
         return True
@@ -199,7 +199,7 @@ def _line(message: dict[str, Any], body: bytes) -> bytes:
     return body
 
 
-async def _until_disconnect(receive: Receive, left: trio.CancelScope) -> None:
+async def until_disconnect(receive: Receive, left: trio.CancelScope) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
     left.cancel()

@@ -4,8 +4,9 @@ A stateless request says who sends it (`clientInfo` in its `_meta`), so the fron
 one client connection per token and client name, hosted by the listener in the
 2026-07-28 era (its profile matched by that name, its change events published to its
 `subscriptions/listen` streams, its backends' requests relayed as `input_required`
-rounds). The `mcp` SDK's streamable-HTTP handling of that era answers each POST with
-that connection's server. A connection nobody used for the idle timeout is let go;
+rounds). A plain request is answered with that connection's server by the front
+itself (plain_stateless.py); the `mcp` SDK's streamable-HTTP handling of that era
+answers every other POST with it. A connection nobody used for the idle timeout is let go;
 the next request of that client simply hosts a new one, since nothing of a stateless
 client lives in it between requests but its open listen streams.
 """
@@ -14,14 +15,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import structlog
 import trio
+from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
+from assern.actors.listener.http import plain_stateless
+
 if TYPE_CHECKING:
+    from mcp_types import JSONRPCRequest
     from starlette.types import Receive, Scope, Send
 
     from assern.actors.listener.modern import ModernServer
@@ -39,8 +44,11 @@ MAX_CLIENTS_PER_TOKEN = 64
 
 @attrs.define(eq=False)
 class Hosted:
+    server: Server[Any]
     manager: StreamableHTTPSessionManager
     cancel: trio.CancelScope
+    #: what the server's lifespan gives its handlers: the SDK's default, an empty dict
+    lifespan_state: dict[str, Any] = attrs.field(factory=dict)
     in_flight: int = 0
     last_used: float = 0.0
 
@@ -70,12 +78,26 @@ class StatelessClients:
             self.clients.clear()
 
     async def handle(
-        self, scope: Scope, receive: Receive, send: Send, owner: str | None, name: str | None
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        owner: str | None,
+        name: str | None,
+        plain: tuple[JSONRPCRequest, dict[str, Any]] | None = None,
     ) -> None:
+        """Serve one POST of client `name` (token `owner`); `plain`: the request and its
+        decoded body when the front answers it itself."""
         hosted = await self._hosted((owner, name))
         hosted.in_flight += 1
         try:
-            await hosted.manager.handle_request(scope, receive, send)
+            if plain is None:
+                await hosted.manager.handle_request(scope, receive, send)
+            else:
+                request, message = plain
+                await plain_stateless.answer(
+                    hosted.server, hosted.lifespan_state, request, message, scope, receive, send
+                )
         finally:
             hosted.in_flight -= 1
             hosted.last_used = trio.current_time()
@@ -106,7 +128,9 @@ class StatelessClients:
                 manager = StreamableHTTPSessionManager(
                     modern.server, stateless=True, max_request_body_size=self._max_body()
                 )
-                hosted = Hosted(manager=manager, cancel=cancel, last_used=trio.current_time())
+                hosted = Hosted(
+                    server=modern.server, manager=manager, cancel=cancel, last_used=trio.current_time()
+                )
                 try:
                     async with manager.run():
                         # Listed only now: the manager refuses requests until it runs, and

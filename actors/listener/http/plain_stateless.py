@@ -1,0 +1,246 @@
+"""A 2026-07-28 request answered by the front itself instead of the SDK's HTTP entry.
+
+A stateless request is one POST that waits for one answer. The `mcp` SDK's entry for
+that era parses the body again, wraps it in Starlette's request and response objects,
+validates its envelope as a model, runs the handler in a task group of its own with a
+channel to catch notifications, and serializes the answer once more: on a tool call,
+more of the front's time than routing the call itself. A plain request (one request
+with an id, no progress asked, not `subscriptions/listen`, a JSON body and an Accept
+of both JSON and SSE) takes a shorter way to the same answer, built from the SDK's own
+parts so the rules stay the SDK's:
+
+- the routing headers are checked as the SDK checks them (a repeated routing header,
+  then `classify_inbound_request`'s ladder: the `_meta` envelope, `MCP-Protocol-Version`,
+  `Mcp-Method` and `Mcp-Name` against the body), and a tool call's `Mcp-Param-*`
+  headers against the called tool's schema (`validate_mcp_param_headers`);
+- the request runs through `serve_one` with the connection's own SDK server (the same
+  handlers, input rounds and result shaping the SDK path runs);
+- the answer is one JSON body, with the SDK's status for a JSON-RPC error, unless the
+  handler sends a notification first or stays silent for `KEEPALIVE_EVERY` seconds:
+  then the answer comes on an SSE stream opened at that moment, with keep-alive
+  comments while it waits, as the SDK does;
+- a client that closes the request cancels it.
+
+Anything else goes to the SDK's entry as before (stateless.py).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import attrs
+import structlog
+import trio
+from mcp.server.connection import Connection
+from mcp.server.runner import modern_error_data, serve_one
+from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.inbound import (
+    ERROR_CODE_HTTP_STATUS,
+    MCP_PARAM_HEADER_PREFIX,
+    InboundLadderRejection,
+    classify_inbound_request,
+    find_duplicated_routing_header,
+    validate_mcp_param_headers,
+)
+from mcp.shared.transport_context import TransportContext
+from mcp_types import HEADER_MISMATCH, ErrorData, JSONRPCRequest, RequestId
+from pydantic import ValidationError
+from starlette.datastructures import Headers
+from starlette.types import Send
+
+from assern.actors.listener.http.plain import KEEPALIVE, accepts_both, is_json, until_disconnect
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mcp.server.lowlevel.server import Server
+    from mcp.shared.dispatcher import CallOptions
+    from starlette.types import Receive, Scope
+
+log = structlog.get_logger()
+
+#: Seconds a silent request waits before its answer is streamed, with keep-alive
+#: comments from then on (the SDK's own interval for this era).
+KEEPALIVE_EVERY = 15.0
+#: Requests the SDK's entry keeps: a listen is a stream by nature; initialize is refused.
+NOT_PLAIN = frozenset({"subscriptions/listen", "initialize"})
+_PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"connection", b"keep-alive"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+def plain_request(headers: Mapping[str, str], message: Any) -> JSONRPCRequest | None:
+    """The POST's request when the front answers it itself, else None."""
+    if not is_json(headers.get("content-type", "")) or not accepts_both(headers.get("accept", "")):
+        return None
+    if not isinstance(message, dict) or "id" not in message or message.get("method") in NOT_PLAIN:
+        return None
+    try:  # the envelope the SDK's entry would accept
+        request = JSONRPCRequest.model_validate(message)
+    except ValidationError:
+        return None
+    meta = (request.params or {}).get("_meta")
+    if isinstance(meta, dict) and meta.get("progressToken") is not None:
+        return None  # progress goes on the request's own stream: the SDK's entry
+    return request
+
+
+async def answer(
+    server: Server[Any],
+    lifespan_state: Any,
+    request: JSONRPCRequest,
+    message: dict[str, Any],
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+) -> None:
+    """Serve `request` (`message` as decoded) with `server` and answer its POST."""
+    raw = Headers(scope=scope)
+    duplicated = find_duplicated_routing_header(raw.items())
+    if duplicated is not None:
+        repeated = InboundLadderRejection(HEADER_MISMATCH, f"{duplicated} header appears more than once")
+        await _reject(send, request.id, repeated)
+        return
+    verdict = classify_inbound_request(message, headers=raw)
+    if isinstance(verdict, InboundLadderRejection):
+        await _reject(send, request.id, verdict)
+        return
+    rejection = _param_rejection(server, request, raw)
+    if rejection is not None:
+        await _reject(send, request.id, rejection)
+        return
+    connection = Connection.from_envelope(
+        verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+    )
+    exchange = Exchange(
+        transport=TransportContext(kind="streamable-http", can_send_request=False, headers=raw),
+        request_id=request.id,
+        send=send,
+    )
+    with trio.CancelScope() as left:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(until_disconnect, receive, left)
+            nursery.start_soon(exchange.keep_alive)
+            try:
+                result = await serve_one(
+                    server,
+                    exchange,
+                    request.method,
+                    request.params,
+                    connection=connection,
+                    lifespan_state=lifespan_state,
+                )
+                reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id, "result": result}
+                status = 200
+            except Exception as exc:
+                error = modern_error_data(exc)
+                reply = {"jsonrpc": "2.0", "id": request.id, "error": _dumped(error)}
+                status = ERROR_CODE_HTTP_STATUS.get(error.code, 200)
+            await exchange.finish(status, _dumps(reply))
+            nursery.cancel_scope.cancel()
+
+
+@attrs.define(eq=False)
+class Exchange:
+    """One request's dispatch context for the SDK (`mcp.shared.dispatcher.DispatchContext`)
+    and the response it writes: JSON, or an SSE stream once a notification or the
+    keep-alive needs one."""
+
+    transport: TransportContext
+    request_id: RequestId
+    send: Send
+    message_metadata: None = None
+    progress_token: None = None
+    can_send_request: bool = False
+    cancel_requested: anyio.Event = attrs.field(factory=anyio.Event)
+    streaming: bool = False
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def send_raw_request(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> dict[str, Any]:
+        raise NoBackChannelError(method)  # the 2026-07-28 rule: no requests to the client
+
+    async def notify(
+        self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
+    ) -> None:
+        body: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            body["params"] = dict(params)
+        async with self._lock:
+            await self._stream()
+            await self.send({"type": "http.response.body", "body": _event(_dumps(body)), "more_body": True})
+
+    async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        return  # a plain request asked for none
+
+    async def keep_alive(self) -> None:
+        while True:
+            await trio.sleep(KEEPALIVE_EVERY)
+            async with self._lock:
+                await self._stream()
+                await self.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+
+    async def finish(self, status: int, body: bytes) -> None:
+        async with self._lock:
+            if self.streaming:
+                await self.send({"type": "http.response.body", "body": _event(body), "more_body": False})
+                return
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+            await self.send({"type": "http.response.start", "status": status, "headers": headers})
+            await self.send({"type": "http.response.body", "body": body})
+
+    async def _stream(self) -> None:
+        if not self.streaming:
+            self.streaming = True
+            await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+
+
+def _param_rejection(
+    server: Server[Any], request: JSONRPCRequest, headers: Headers
+) -> InboundLadderRejection | None:
+    """A tool call's `Mcp-Param-*` headers against the called tool's schema (the SDK's rule)."""
+    lookup = server.get_tool_input_schema
+    if request.method != "tools/call" or lookup is None:
+        return None
+    params = request.params or {}
+    name, arguments = params.get("name"), params.get("arguments")
+    if not isinstance(name, str) or (arguments is not None and not isinstance(arguments, dict)):
+        return None
+    if not arguments and not any(key.startswith(_PARAM_PREFIX) for key in headers):
+        return None
+    try:
+        schema = lookup(name)
+    except Exception:  # like the SDK: the check never breaks a working call
+        log.exception("mcp_param_check_skipped", tool=name)
+        return None
+    if schema is None:
+        return None
+    return validate_mcp_param_headers(schema, arguments or {}, headers)
+
+
+async def _reject(send: Send, request_id: RequestId, rejection: InboundLadderRejection) -> None:
+    error = ErrorData(code=rejection.code, message=rejection.message, data=rejection.data)
+    body = _dumps({"jsonrpc": "2.0", "id": request_id, "error": _dumped(error)})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    status = ERROR_CODE_HTTP_STATUS.get(rejection.code, 200)
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _dumped(error: ErrorData) -> dict[str, Any]:
+    return error.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def _dumps(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _event(data: bytes) -> bytes:
+    return b"event: message\r\ndata: " + data + b"\r\n\r\n"
