@@ -110,9 +110,12 @@ def answer_of(method: str, response: Any) -> dict[str, Any]:
 class Flight:
     """One call between its rounds: the backend's open requests and how the call ends."""
 
-    def __init__(self, method: str, identity: dict[str, Any]) -> None:
+    def __init__(self, method: str, params: Any) -> None:
         self.method = method
-        self.identity = identity
+        self.params = params
+        #: what a retry must repeat (`request_identity`), taken when the call is first
+        #: parked: most calls end without a round and never need it
+        self.identity: dict[str, Any] | None = None
         self.scope = trio.CancelScope()
         self.events_in, self.events = trio.open_memory_channel[Event](16)
         #: the backend's requests sent to the client and not answered yet, by key
@@ -204,7 +207,7 @@ class RoundTrips:
     async def start(
         self, method: str, handler: Handler, ctx: RequestContext, params: Any, token: str | int | None
     ) -> Any:
-        flight = Flight(method, request_identity(params))
+        flight = Flight(method, params)
         flight.peer, flight.progress_token = ctx.peer, token
         inner = RequestContext(
             request_id=ctx.request_id, peer=FlightPeer(flight), input_rounds=ctx.input_rounds
@@ -296,6 +299,8 @@ class RoundTrips:
         return types.InputRequiredResult(input_requests=requests, request_state=state)
 
     def _park(self, state: str, flight: Flight) -> None:
+        if flight.identity is None:
+            flight.identity = request_identity(flight.params)
         flight.peer = flight.progress_token = None
         flight.state = state
         self._parked[state] = flight

@@ -48,16 +48,16 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import HEADER_MISMATCH, ErrorData, JSONRPCRequest, RequestId
 from pydantic import ValidationError
 from starlette.datastructures import Headers
-from starlette.types import Send
+from starlette.types import Receive, Send
 
-from assern.actors.listener.http.plain import KEEPALIVE, accepts_both, is_json, until_disconnect
+from assern.actors.listener.http.plain import KEEPALIVE, accepts_both, is_json
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from mcp.server.lowlevel.server import Server
     from mcp.shared.dispatcher import CallOptions
-    from starlette.types import Receive, Scope
+    from starlette.types import Scope
 
 log = structlog.get_logger()
 
@@ -125,8 +125,7 @@ async def answer(
     )
     with trio.CancelScope() as left:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(until_disconnect, receive, left)
-            nursery.start_soon(exchange.keep_alive)
+            nursery.start_soon(exchange.watch, receive, left)
             try:
                 result = await serve_one(
                     server,
@@ -180,9 +179,16 @@ class Exchange:
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         return  # a plain request asked for none
 
-    async def keep_alive(self) -> None:
+    async def watch(self, receive: Receive, left: trio.CancelScope) -> None:
+        """Cancel `left` when the client leaves; after each `KEEPALIVE_EVERY` seconds
+        without a word from either side, stream the answer and keep the stream alive.
+        (One task for both: a request costs one task less.)"""
         while True:
-            await trio.sleep(KEEPALIVE_EVERY)
+            with trio.move_on_after(KEEPALIVE_EVERY):
+                if (await receive())["type"] == "http.disconnect":
+                    left.cancel()
+                    return
+                continue
             async with self._lock:
                 await self._stream()
                 await self.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
