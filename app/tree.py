@@ -36,6 +36,7 @@ from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
+from assern.actors.search.semantic import search_expected
 from assern.actors.search.semantic_actor import SemanticActor
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
@@ -196,6 +197,8 @@ class Tree:
             enabled=lambda: self.config.value.settings.search.semantic != "off",
             cache_folder=cache_file(run_dir.parent).parent if run_dir is not None else None,
             config=self.config,
+            expected=lambda: search_expected(self.config.value.settings),
+            searched=self.shared.searched,
         )
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(

@@ -74,6 +74,9 @@ class SessionContext:
     profiles: Callable[[], Sequence[Profile]] = tuple
     #: the model and tool vectors of semantic search (None: ranking by words only)
     semantic: Cell[Semantic | None] = attrs.field(factory=lambda: Cell(None), eq=False)
+    #: set by the first search: the semantic model is loaded from then on even where the
+    #: settings do not serve search exposure (semantic_actor.py)
+    searched: trio.Event = attrs.field(factory=trio.Event, eq=False)
 
 
 class Peer(Protocol):

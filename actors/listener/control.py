@@ -144,6 +144,7 @@ async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
     arguments = {key: command.args[key] for key in ("query", "limit", "server") if key in command.args}
     catalog, directory = _view(plane, command), plane.shared.directory()
     semantic = plane.shared.semantic.value
+    plane.shared.searched.set()
     return exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic))
 
 

@@ -268,6 +268,7 @@ class Handlers:
         """search_tools, describe_tools and call_tool of search exposure (exposure.py)."""
         if params.name == SEARCH_TOOLS:
             waiting = exposure.not_ready(self.shared.directory(), catalog)
+            self.shared.searched.set()
             return exposure.search(catalog, params.arguments, waiting, semantic=self.shared.semantic.value)
         if params.name == DESCRIBE_TOOLS:
             return exposure.describe(catalog, params.arguments)

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from assern.actors.config.spec import Profile, Settings
+
     Matrix = npt.NDArray[np.float32]
 
 log = structlog.get_logger()
@@ -58,6 +60,16 @@ CANDIDATES = 20
 SIMILARITY_FLOOR = 0.3
 #: the longest text of one tool that is embedded
 TEXT_LIMIT = 2000
+
+
+def search_expected(settings: Settings) -> bool:
+    """Whether `settings` may serve search exposure: the settings' own or a profile's
+    exposure is "search", or a `max_tools` / `max_list_tokens` may switch a view to it."""
+    layers: list[Settings | Profile] = [settings, *settings.profiles]
+    return any(
+        layer.exposure == "search" or layer.max_tools is not None or layer.max_list_tokens is not None
+        for layer in layers
+    )
 
 
 def installed() -> bool:

@@ -1,11 +1,15 @@
 """The semantic actor: keeps a vector of every tool of the catalog, in the background.
 
 With the `assern[semantic]` extra installed and `[settings.search] semantic` not "off",
-it loads the model in a worker thread, reads the vectors saved by earlier runs, and
+once search can be served (the settings or a profile serve search exposure, or may
+switch to it past `max_tools` or `max_list_tokens`) or a first search was made (an
+`assernctl find`, say), it loads the model in a worker thread, reads the vectors saved by earlier runs, and
 after every new catalog embeds the tools it has no vector for (in a worker thread, so
 the trio thread never waits on it), publishes the new `Semantic` snapshot and saves
 the vectors. A search never waits for it: until a tool has its vector, it is ranked by
-its words alone. Without the extra, or turned off, it publishes None and idles.
+its words alone. Without the extra, or turned off, it publishes None and idles; until
+search is wanted it loads nothing, so an instance that never searches spends neither
+the model's start-up time nor its memory.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ class SemanticActor:
     cache_folder: Where the vectors are saved between runs (None: not saved).
     config: The configuration's cell: a reload that only turns semantic ranking on or off
         changes no catalog, so its change wakes the actor too.
+    expected: Whether the settings may serve search (None: always; see `search_expected`).
+    searched: Set by the first search: the model is wanted from then on, and its setting
+        wakes the actor.
     """
 
     def __init__(
@@ -44,9 +51,13 @@ class SemanticActor:
         enabled: Callable[[], bool],
         cache_folder: Path | None,
         config: Cell[Any] | None = None,
+        expected: Callable[[], bool] | None = None,
+        searched: trio.Event | None = None,
     ) -> None:
         self.catalog = catalog
         self.config = config
+        self._expected = expected
+        self._searched = searched
         self.published = published
         self._enabled = enabled
         self._cache = sem.cache_path(cache_folder) if cache_folder is not None else None
@@ -59,7 +70,7 @@ class SemanticActor:
             if not sem.installed():
                 log.debug("semantic_ranking_not_installed")
                 return
-            seen = (-1, -1)
+            seen = (-1, -1, False)
             while True:
                 seen = await self._changed(seen)
                 catalog = self.catalog.value
@@ -67,27 +78,45 @@ class SemanticActor:
                     if self.published.value is not None:
                         self.published.set(None)
                     continue
+                if not self._wanted():
+                    continue
                 if not await self._ready():
                     return
                 await self._follow(catalog)
 
-    async def _changed(self, seen: tuple[int, int]) -> tuple[int, int]:
-        """Wait until the catalog or the configuration is newer than the `seen` versions."""
-        config = self.config
-        if config is None:
-            version, _ = await self.catalog.changed(seen[0])
-            return version, seen[1]
-        if self.catalog.version > seen[0] or config.version > seen[1]:
-            return self.catalog.version, config.version
+    def _wanted(self) -> bool:
+        """Whether the model is wanted: loaded already, a search was made, or the
+        settings may serve search."""
+        if self._embedder is not None or self._expected is None or self._expected():
+            return True
+        return self._searched is not None and self._searched.is_set()
+
+    def _now(self) -> tuple[int, int, bool]:
+        config = self.config.version if self.config is not None else -1
+        searched = self._searched is not None and self._searched.is_set()
+        return self.catalog.version, config, searched
+
+    async def _changed(self, seen: tuple[int, int, bool]) -> tuple[int, int, bool]:
+        """Wait until the catalog or the configuration is newer than `seen`, or the
+        first search was made."""
+        if self._now() != seen:
+            return self._now()
         async with trio.open_nursery() as nursery:
 
             async def wake(cell: Cell[Any], version: int) -> None:
                 await cell.changed(version)
                 nursery.cancel_scope.cancel()
 
+            async def searched(event: trio.Event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel()
+
             nursery.start_soon(wake, self.catalog, seen[0])
-            nursery.start_soon(wake, config, seen[1])
-        return self.catalog.version, config.version
+            if self.config is not None:
+                nursery.start_soon(wake, self.config, seen[1])
+            if self._searched is not None and not seen[2]:
+                nursery.start_soon(searched, self._searched)
+        return self._now()
 
     async def _ready(self) -> bool:
         """Load the model and the saved vectors once; False when the model cannot load."""

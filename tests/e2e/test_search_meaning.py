@@ -12,8 +12,10 @@ import pytest
 import trio
 from harness import TIME_SERVER, AssernEnv, server_table
 from instances import (
+    ctl_json,
     events,
     reap,  # noqa: F401 - autouse fixture
+    wait_until,
 )
 from mcp import Client
 
@@ -58,3 +60,23 @@ async def test_a_request_sharing_no_word_with_its_tool_is_found_by_meaning(
         assert names(found)[0].startswith("time_"), names(found)
     else:
         assert not any(name.startswith("time_") for name in names(found)), names(found)
+
+
+async def test_without_search_exposure_the_model_loads_at_the_first_search(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """An instance that serves no search loads no model; its first search (here
+    `assernctl search`) starts it, and the searches after it rank by meaning too."""
+    config = write_config(server_table("alpha") + TIME_SERVER)
+    at = ("--config", str(config))
+    with trio.fail_after(90):
+        async with Client(assern_env.serve(config)) as client:
+            await client.call_tool("time_get_current_time", {"timezone": "UTC"})
+            await client.call_tool("alpha_echo", {"text": "ready"})
+            assert not events(assern_env, "semantic_model_loaded")
+            first = await ctl_json(assern_env, "search", *at, *QUERY.split())
+            assert first["tools"] is not None
+            await wait_until(lambda: events(assern_env, "tools_embedded"), limit=60)
+            found = await ctl_json(assern_env, "search", *at, *QUERY.split())
+    assert found["tools"][0]["name"].startswith("time_"), found["tools"]
+    assert len(events(assern_env, "semantic_model_loaded")) == 1

@@ -9,8 +9,10 @@ import attrs
 import mcp_types as types
 import pytest
 import trio
+import trio.testing
 from structlog.testing import capture_logs
 
+from assern.actors.config.spec import Profile, Settings
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
 from assern.actors.search import semantic as sem
 from assern.actors.search.index import Doc, SearchIndex
@@ -209,3 +211,48 @@ async def test_the_actor_embeds_each_tool_once_and_keeps_the_vectors_on_disk(tmp
     assert not [e for e in logs if e["event"] == "tools_embedded"]
     loaded = next(e for e in logs if e["event"] == "semantic_model_loaded")
     assert loaded["cached"] == 5
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (Settings(), False),
+        (Settings(exposure="grouped"), False),
+        (Settings(exposure="search"), True),
+        (Settings(max_tools=40), True),
+        (Settings(max_list_tokens=5000), True),
+        (Settings(profiles=(Profile(name="cursor", exposure="search"),)), True),
+        (Settings(profiles=(Profile(name="small", max_tools=10),)), True),
+        (Settings(profiles=(Profile(name="plain", exposure="all"),)), False),
+    ],
+)
+def test_search_is_expected_where_the_settings_may_serve_it(settings: Settings, expected: bool) -> None:
+    assert sem.search_expected(settings) is expected
+
+
+def vectors_of(published: Cell[sem.Semantic | None]) -> sem.Semantic:
+    value = published.value
+    assert value is not None
+    return value
+
+
+async def test_the_model_waits_for_the_first_search_where_no_search_is_served(tmp_path: Path) -> None:
+    catalog: Cell[Catalog] = Cell(Catalog())
+    published: Cell[sem.Semantic | None] = Cell(None)
+    searched = trio.Event()
+    actor = SemanticActor(
+        catalog, published, lambda: True, tmp_path, expected=lambda: False, searched=searched
+    )
+    with capture_logs() as logs:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(actor.run)
+            catalog.set(build_catalog(LISTINGS))
+            await trio.testing.wait_all_tasks_blocked()
+            assert published.value is None
+            assert not [e for e in logs if e["event"] == "semantic_model_loaded"]
+            searched.set()  # the first search: from now on the vectors follow the catalog
+            with trio.fail_after(30):
+                await published.changed(0)
+            assert len(vectors_of(published).vectors.keys) == 5
+            nursery.cancel_scope.cancel()
+    assert [e["event"] for e in logs if e["event"] == "semantic_model_loaded"] == ["semantic_model_loaded"]
