@@ -24,19 +24,30 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
+# Each backend is a process that loads the MCP SDK (a second or two of CPU): a test
+# starts only the backends its subject needs.
+BETA = server_table("my-beta") + 'allowed = ["echo", "get_*", "gate"]\n'
+
+
 @pytest.fixture
 def two_backends(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> Path:
-    return write_config(
-        TIME_SERVER
-        + server_table("alpha")
-        + server_table("my-beta")
-        + 'allowed = ["echo", "get_*", "gate"]\n'
-    )
+    return write_config(server_table("alpha") + BETA)
 
 
-async def test_lists_and_calls_tools_of_every_backend(assern_env: AssernEnv, two_backends: Path) -> None:
+@pytest.fixture
+def with_time_server(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> Path:
+    """The two test backends and a real third-party server."""
+    return write_config(TIME_SERVER + server_table("alpha") + BETA)
+
+
+@pytest.fixture
+def alpha_only(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> Path:
+    return write_config(server_table("alpha"))
+
+
+async def test_lists_and_calls_tools_of_every_backend(assern_env: AssernEnv, with_time_server: Path) -> None:
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(with_time_server), mode="legacy") as client:
             names = {tool.name for tool in (await client.list_tools()).tools}
             assert {"time_get_current_time", "time_convert_time", "alpha_echo", "alpha_add"} <= names
             # `allowed` keeps only echo, get_* and gate of my-beta; its dashes become `_`.
@@ -55,11 +66,9 @@ async def test_lists_and_calls_tools_of_every_backend(assern_env: AssernEnv, two
             assert text_of(await client.call_tool("my_beta_echo", {"text": "routed"})) == "routed"
 
 
-async def test_resources_templates_and_prompts_are_prefixed(
-    assern_env: AssernEnv, two_backends: Path
-) -> None:
+async def test_resources_templates_and_prompts_are_prefixed(assern_env: AssernEnv, alpha_only: Path) -> None:
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(alpha_only), mode="legacy") as client:
             uris = {str(r.uri) for r in (await client.list_resources()).resources}
             assert "assern://alpha/test://info" in uris
             assert "assern://alpha/file:///tmp/assern-test/readme.txt" in uris
@@ -101,10 +110,10 @@ async def test_unknown_and_refused_tools_get_clear_errors(assern_env: AssernEnv,
 
 
 async def test_a_backends_own_errors_reach_the_client_as_it_wrote_them(
-    assern_env: AssernEnv, two_backends: Path
+    assern_env: AssernEnv, alpha_only: Path
 ) -> None:
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(alpha_only), mode="legacy") as client:
             with pytest.raises(MCPError) as prompt:
                 await client.get_prompt("alpha_greet", {})
             assert prompt.value.code == types.INVALID_PARAMS
@@ -142,25 +151,25 @@ async def test_calls_run_concurrently_and_backends_do_not_wait_for_each_other(
     assert results == dict.fromkeys(range(5), "opened")
 
 
-async def test_progress_reaches_the_caller(assern_env: AssernEnv, two_backends: Path) -> None:
+async def test_progress_reaches_the_caller(assern_env: AssernEnv, alpha_only: Path) -> None:
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(alpha_only), mode="legacy") as client:
             result = await client.call_tool("alpha_progress", {"steps": 3}, progress_callback=on_progress)
     assert text_of(result) == "progressed"
     assert seen == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
 
 
-async def test_the_clients_meta_reaches_the_backend(assern_env: AssernEnv, two_backends: Path) -> None:
+async def test_the_clients_meta_reaches_the_backend(assern_env: AssernEnv, alpha_only: Path) -> None:
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         pass
 
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(alpha_only), mode="legacy") as client:
             # The first call may take the SDK's way (the session is not settled yet), the
             # later ones the raw lane: the meta must get through either way.
             # The SDK types `meta` as its RequestParamsMeta; a call's own keys are the point here
@@ -203,11 +212,11 @@ async def test_large_results_arrive_whole_and_in_step_with_small_ones(
 
 
 async def test_cancellation_reaches_the_backend(
-    assern_env: AssernEnv, two_backends: Path, tmp_path: Path
+    assern_env: AssernEnv, alpha_only: Path, tmp_path: Path
 ) -> None:
     marker = tmp_path / "cancelled-marker"
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(alpha_only), mode="legacy") as client:
             await client.list_tools()
             with trio.move_on_after(1):
                 await client.call_tool("alpha_wait_cancel", {"marker": str(marker)})
@@ -219,16 +228,14 @@ async def test_cancellation_reaches_the_backend(
             assert text_of(await client.call_tool("alpha_echo", {"text": "after"})) == "after"
 
 
-async def test_list_changed_of_a_backend_reaches_the_client(
-    assern_env: AssernEnv, two_backends: Path
-) -> None:
+async def test_list_changed_of_a_backend_reaches_the_client(assern_env: AssernEnv, alpha_only: Path) -> None:
     send, receive = trio.open_memory_channel[None](100)
 
     async def on_message(message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             send.send_nowait(None)
 
-    params = assern_env.serve(two_backends)
+    params = assern_env.serve(alpha_only)
     with trio.fail_after(60):
         async with Client(params, mode="legacy", message_handler=on_message) as client:
             await client.list_tools()
@@ -246,9 +253,9 @@ async def test_list_changed_of_a_backend_reaches_the_client(
 
 
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
-async def test_both_protocol_eras_work(assern_env: AssernEnv, two_backends: Path, mode: str) -> None:
+async def test_both_protocol_eras_work(assern_env: AssernEnv, alpha_only: Path, mode: str) -> None:
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode=mode) as client:
+        async with Client(assern_env.serve(alpha_only), mode=mode) as client:
             expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
             assert client.protocol_version == expected
             names = {tool.name for tool in (await client.list_tools()).tools}
@@ -259,10 +266,10 @@ async def test_both_protocol_eras_work(assern_env: AssernEnv, two_backends: Path
 
 
 async def test_kill_of_a_backend_mid_call_fails_that_call_only(
-    assern_env: AssernEnv, two_backends: Path, tmp_path: Path
+    assern_env: AssernEnv, with_time_server: Path, tmp_path: Path
 ) -> None:
     with trio.fail_after(60):
-        async with Client(assern_env.serve(two_backends), mode="legacy") as client:
+        async with Client(assern_env.serve(with_time_server), mode="legacy") as client:
             pid = int(text_of(await client.call_tool("alpha_get_pid", {})))
             outcome: dict[str, BaseException | str] = {}
             finished = trio.Event()

@@ -88,37 +88,36 @@ async def test_no_good_match_says_so(assern_env: AssernEnv, write_config: Callab
             assert "Servers: alpha." in text_of(found)
 
 
-@pytest.mark.parametrize(
-    ("tool", "arguments", "message"),
-    [
-        ("search_tools", {"query": "  "}, "search_tools needs `query`"),
-        ("search_tools", {}, "search_tools needs `query`"),
-        ("search_tools", {"query": "echo", "limit": 0}, "`limit` must be an integer from 1 to 50, got 0"),
-        ("search_tools", {"query": "echo", "limit": 500}, "got 500"),
-        ("search_tools", {"query": "echo", "server": "nope"}, "There is no server 'nope'. Servers: alpha."),
-        ("search_tools", {"query": "echo", "top": 3}, "not `top`"),
-        ("describe_tools", {"names": []}, "describe_tools needs `names`"),
-        ("describe_tools", {"names": ["nope"]}, "Unknown tool 'nope'"),
-        ("call_tool", {"arguments": {}}, "call_tool needs `name`"),
-        ("call_tool", {"name": "search_tools"}, "call search_tools itself instead"),
-        ("call_tool", {"name": "alpha_echo", "arguments": "text"}, "`arguments` must be an object"),
-    ],
-)
+#: bad arguments of the meta-tools, and what the error says of each
+BAD_ARGUMENTS: list[tuple[str, dict[str, Any], str]] = [
+    ("search_tools", {"query": "  "}, "search_tools needs `query`"),
+    ("search_tools", {}, "search_tools needs `query`"),
+    ("search_tools", {"query": "echo", "limit": 0}, "`limit` must be an integer from 1 to 50, got 0"),
+    ("search_tools", {"query": "echo", "limit": 500}, "got 500"),
+    ("search_tools", {"query": "echo", "server": "nope"}, "There is no server 'nope'. Servers: alpha."),
+    ("search_tools", {"query": "echo", "top": 3}, "not `top`"),
+    ("describe_tools", {"names": []}, "describe_tools needs `names`"),
+    ("describe_tools", {"names": ["nope"]}, "Unknown tool 'nope'"),
+    ("call_tool", {"arguments": {}}, "call_tool needs `name`"),
+    ("call_tool", {"name": "search_tools"}, "call search_tools itself instead"),
+    ("call_tool", {"name": "alpha_echo", "arguments": "text"}, "`arguments` must be an object"),
+]
+
+
 async def test_bad_arguments_get_a_clear_error(
-    assern_env: AssernEnv,
-    write_config: Callable[[str], Path],
-    tool: str,
-    arguments: dict[str, Any],
-    message: str,
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
+    """Each bad call is answered with its error, and the session goes on (one session for
+    all of them: each is a separate call)."""
     config = write_config(SEARCH + server_table("alpha"))
     with trio.fail_after(60):
         async with Client(assern_env.serve(config), mode="legacy") as client:
             await client.call_tool("alpha_echo", {"text": "ready"})
-            result = await client.call_tool(tool, arguments)
-            assert result.is_error
-            assert message in text_of(result)
-            assert text_of(await client.call_tool("alpha_echo", {"text": "still"})) == "still"
+            for tool, arguments, message in BAD_ARGUMENTS:
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error, (tool, arguments)
+                assert message in text_of(result), (tool, arguments, text_of(result))
+                assert text_of(await client.call_tool("alpha_echo", {"text": "still"})) == "still"
 
 
 async def test_progress_and_cancellation_through_call_tool(
