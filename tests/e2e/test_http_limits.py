@@ -75,6 +75,8 @@ async def test_headers_past_the_limit_are_refused_and_the_front_serves_on(
             refused = await http.post(front.url, json=INIT, headers=padded)
             assert refused.status_code == 431
             assert "Request headers too large" in refused.json()["error"]["message"]
+            # its body was never read: the client is told not to send more on that connection
+            assert refused.headers["connection"] == "close"
             assert (await http.post(front.url, json=INIT, headers=POST_HEADERS)).status_code == 200
     [event] = [e for e in events(assern_env, "http_refused") if e["reason"] == "headers_too_large"]
     assert event["status"] == 431

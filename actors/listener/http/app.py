@@ -192,7 +192,9 @@ class HttpApp:
         self.metrics.refused(refusal.reason)
         code = -32001 if refusal.status in (401, 403, 421) else -32600
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": refusal.message}}
-        await _json(send, refusal.status, body, refusal.headers)
+        # The refused request's body may be unread: the connection cannot carry another
+        # request, and a client told so opens a new one instead of failing on this one.
+        await _json(send, refusal.status, body, (*refusal.headers, ("connection", "close")))
 
     # ---------------------------------------------------------------- operators
 
