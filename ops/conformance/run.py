@@ -2,6 +2,7 @@
 
     python ops/conformance/run.py                    # hybrid naming, harness 0.1.16
     python ops/conformance/run.py --naming prefix    # the original Assern's resource URIs
+    python ops/conformance/run.py --naming hybrid --naming prefix  # both, one direct run
     python ops/conformance/run.py --install-only     # fetch Node and the harness, run nothing
     python ops/conformance/run.py --harness 0.2.0-alpha.12 --requirements 2026-07-28  # MODERN_HARNESS
                                                      # the stateless revision's scenarios
@@ -14,9 +15,9 @@ git). Its server scenarios then run twice, each on a fresh server:
   direct  the fixture (`fixture_server.py`, written with the official SDK) served over
           streamable HTTP by the SDK's own app;
   assern  `assern serve --http` with that same fixture as its only stdio backend, in
-          the naming mode given (hybrid by default); with `--requirements 2026-07-28`
-          assern speaks that revision to the fixture (`protocol = "2026-07-28"`), since
-          a backend's own input rounds exist only there.
+          each naming mode given (hybrid by default; one direct run serves them all);
+          with `--requirements 2026-07-28` assern speaks that revision to the fixture
+          (`protocol = "2026-07-28"`), since a backend's own input rounds exist only there.
 
 It prints both scores side by side and every scenario that passes directly but not
 through assern. The exit status is 0 when there is none, apart from the differences
@@ -150,6 +151,7 @@ def run_harness(node: str, script: Path, url: str, out: Path, selection: list[st
 def assern_config(work: Path, naming: str, protocol: str | None = None) -> Path:
     """assern's config: the fixture as its only stdio backend, spoken to in `protocol`
     (assern's default, the handshake era, when None)."""
+    work.mkdir(parents=True, exist_ok=True)
     config = work / "config.toml"
     pin = "" if protocol is None else f"protocol = {json.dumps(protocol)}\n"
     config.write_text(
@@ -195,7 +197,12 @@ def report(direct: dict[str, bool], through: dict[str, bool], naming: str, versi
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--naming", choices=["hybrid", "prefix"], default="hybrid")
+    parser.add_argument(
+        "--naming",
+        choices=["hybrid", "prefix"],
+        action="append",
+        help="assern's naming mode (repeatable: each runs through assern against one direct run)",
+    )
     parser.add_argument(
         "--harness", default=HARNESS_VERSION, help=f"harness version (default {HARNESS_VERSION})"
     )
@@ -210,6 +217,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="keep the harness's results in this folder")
     parser.add_argument("--json", type=Path, help="also write both outcomes and the differences here")
     args = parser.parse_args()
+    namings: list[str] = list(dict.fromkeys(args.naming or ["hybrid"]))
     node, script = install(args.harness)
     if args.install_only:
         print(f"node {node}; harness {script}")
@@ -224,24 +232,22 @@ def main() -> int:
         fixture = [sys.executable, str(FIXTURE), "--http", str(port)]
         with started(fixture, env, work / "fixture.log", r"(ready)"):
             direct = run_harness(node, script, f"http://127.0.0.1:{port}/mcp", work / "direct", chosen)
-        with http_front(assern_config(work, args.naming, protocol), env, work / "assern.log") as (_, url):
-            through = run_harness(node, script, url, work / "assern", chosen)
+        through: dict[str, dict[str, bool]] = {}
+        for naming in namings:
+            config = assern_config(work / naming, naming, protocol)
+            with http_front(config, env, work / f"assern-{naming}.log") as (_, url):
+                through[naming] = run_harness(node, script, url, work / f"assern-{naming}", chosen)
     if args.json:
-        unexplained, expected = compare(direct, through, args.naming)
-        figures = {
-            "harness": args.harness,
-            "requirements": args.requirements,
-            "naming": args.naming,
-            "direct": direct,
-            "assern": through,
-        }
-        args.json.write_text(
-            json.dumps({**figures, "unexplained": unexplained, "expected": expected}, indent=2)
-        )
+        runs = {}
+        for naming, outcomes in through.items():
+            unexplained, expected = compare(direct, outcomes, naming)
+            runs[naming] = {"assern": outcomes, "unexplained": unexplained, "expected": expected}
+        figures = {"harness": args.harness, "requirements": args.requirements, "direct": direct}
+        args.json.write_text(json.dumps({**figures, "namings": runs}, indent=2))
     chosen = (
         f"{args.harness}, the scenarios {args.requirements} requires" if args.requirements else args.harness
     )
-    return report(direct, through, args.naming, chosen)
+    return max(report(direct, outcomes, naming, chosen) for naming, outcomes in through.items())
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -53,58 +54,51 @@ def test_the_prefix_rule_covers_only_scenarios_that_name_a_backend_tool_prompt_o
     assert runner.rule_for("tools-call-simple-text", "hybrid") is None
 
 
-@pytest.mark.e2e
-@needs_node
-@pytest.mark.parametrize("naming", ["hybrid", "prefix"])
-def test_every_scenario_that_passes_directly_passes_through_assern(tmp_path: Path, naming: str) -> None:
+def run_both_namings(tmp_path: Path, *argv: str, timeout: float) -> dict[str, Any]:
+    """Run the harness directly once and through assern in each naming; the outcomes."""
     out = tmp_path / "outcomes.json"
     done = subprocess.run(
-        [sys.executable, str(RUN), "--naming", naming, "--json", str(out)],
+        [sys.executable, str(RUN), *argv, "--naming", "hybrid", "--naming", "prefix", "--json", str(out)],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    outcomes = json.loads(out.read_text())
-    assert len(outcomes["direct"]) >= 30  # the harness's active server suite ran
-    assert all(outcomes["direct"].values()), outcomes["direct"]
-    assert outcomes["unexplained"] == []
-    if naming == "hybrid":
-        assert outcomes["assern"] == outcomes["direct"]
-    else:
-        assert "resources-read-text" in outcomes["expected"]
-        assert outcomes["assern"]["tools-list"]
-        assert outcomes["assern"]["resources-list"]
+    outcomes: dict[str, Any] = json.loads(out.read_text())
+    assert set(outcomes["namings"]) == {"hybrid", "prefix"}
+    return outcomes
 
 
 @pytest.mark.e2e
 @needs_node
-@pytest.mark.parametrize("naming", ["hybrid", "prefix"])
-def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(
-    tmp_path: Path, naming: str
-) -> None:
+def test_every_scenario_that_passes_directly_passes_through_assern(tmp_path: Path) -> None:
+    outcomes = run_both_namings(tmp_path, timeout=400)
+    direct, hybrid, prefix = outcomes["direct"], outcomes["namings"]["hybrid"], outcomes["namings"]["prefix"]
+    assert len(direct) >= 30  # the harness's active server suite ran
+    assert all(direct.values()), direct
+    assert hybrid["unexplained"] == prefix["unexplained"] == []
+    assert hybrid["assern"] == direct
+    assert "resources-read-text" in prefix["expected"]
+    assert prefix["assern"]["tools-list"]
+    assert prefix["assern"]["resources-list"]
+
+
+@pytest.mark.e2e
+@needs_node
+def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(tmp_path: Path) -> None:
     """The newer harness's scenarios for the stateless revision, assern speaking it to the
     fixture too: input rounds, per-request capabilities, caching hints, headers."""
-    out = tmp_path / "outcomes.json"
-    argv = [sys.executable, str(RUN), "--harness", runner.MODERN_HARNESS, "--requirements", "2026-07-28"]
-    done = subprocess.run(
-        [*argv, "--naming", naming, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    outcomes = json.loads(out.read_text())
-    assert len(outcomes["direct"]) >= 45  # the revision's required scenarios ran
-    assert outcomes["unexplained"] == []
-    if naming == "prefix":  # every difference is the naming rule's; what names nothing passes
-        assert outcomes["expected"]
-        assert all(outcomes["assern"][s] for s in ("tools-list", "prompts-list", "caching"))
-        return
-    assert outcomes["expected"] == []
-    assert outcomes["assern"] == outcomes["direct"]
+    argv = ("--harness", runner.MODERN_HARNESS, "--requirements", "2026-07-28")
+    outcomes = run_both_namings(tmp_path, *argv, timeout=800)
+    direct, hybrid, prefix = outcomes["direct"], outcomes["namings"]["hybrid"], outcomes["namings"]["prefix"]
+    assert len(direct) >= 45  # the revision's required scenarios ran
+    assert hybrid["unexplained"] == prefix["unexplained"] == []
+    # in prefix naming every difference is the naming rule's; what names nothing passes
+    assert prefix["expected"]
+    assert all(prefix["assern"][s] for s in ("tools-list", "prompts-list", "caching"))
+    assert hybrid["expected"] == []
+    assert hybrid["assern"] == direct
     for scenario in (
         "server-stateless",
         "caching",
@@ -114,4 +108,4 @@ def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(
         "input-required-result-capability-check",
         "input-required-result-tampered-state",
     ):
-        assert outcomes["assern"][scenario], scenario
+        assert hybrid["assern"][scenario], scenario
