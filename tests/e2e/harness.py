@@ -14,13 +14,14 @@ import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 import trio
+from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_server.py"
@@ -254,3 +255,21 @@ async def http_front(env: AssernEnv, config: Path, *extra: str) -> AsyncIterator
         if waited.cancelled_caught:
             process.kill()
             await process.wait()
+
+
+ERAS = ("legacy", "2026-07-28")
+
+
+@asynccontextmanager
+async def clients_of_every_era(
+    env: AssernEnv, config: Path, eras: tuple[str, ...] = ERAS, **options: Any
+) -> AsyncIterator[list[tuple[str, Client]]]:
+    """One official client per protocol era, all on one instance: the first starts it,
+    the others join it as proxies. A test of every era thus starts its backends once
+    (each is a process whose SDK import costs a second or two)."""
+    async with AsyncExitStack() as stack:
+        clients = []
+        for era in eras:
+            client = await stack.enter_async_context(Client(env.serve(config), mode=era, **options))
+            clients.append((era, client))
+        yield clients

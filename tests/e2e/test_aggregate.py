@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 import trio
 from content import text_in
-from harness import TIME_SERVER, AssernEnv, server_table
+from harness import TIME_SERVER, AssernEnv, clients_of_every_era, server_table
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -252,17 +252,18 @@ async def test_list_changed_of_a_backend_reaches_the_client(assern_env: AssernEn
             assert text_of(await client.call_tool("alpha_fresh", {})) == "called fresh"
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28", "auto"])
-async def test_both_protocol_eras_work(assern_env: AssernEnv, alpha_only: Path, mode: str) -> None:
+async def test_both_protocol_eras_work(assern_env: AssernEnv, alpha_only: Path) -> None:
+    eras = ("legacy", "2026-07-28", "auto")
     with trio.fail_after(60):
-        async with Client(assern_env.serve(alpha_only), mode=mode) as client:
-            expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
-            assert client.protocol_version == expected
-            names = {tool.name for tool in (await client.list_tools()).tools}
-            assert "alpha_echo" in names
-            assert text_of(await client.call_tool("alpha_echo", {"text": mode})) == mode
-            read = await client.read_resource("assern://alpha/test://info")
-            assert text_in(read.contents[0]) == "info of alpha"
+        async with clients_of_every_era(assern_env, alpha_only, eras) as clients:
+            for mode, client in clients:
+                expected = "2025-11-25" if mode == "legacy" else "2026-07-28"
+                assert client.protocol_version == expected
+                names = {tool.name for tool in (await client.list_tools()).tools}
+                assert "alpha_echo" in names
+                assert text_of(await client.call_tool("alpha_echo", {"text": mode})) == mode
+                read = await client.read_resource("assern://alpha/test://info")
+                assert text_in(read.contents[0]) == "info of alpha"
 
 
 async def test_kill_of_a_backend_mid_call_fails_that_call_only(

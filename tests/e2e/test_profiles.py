@@ -10,7 +10,7 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 import trio
-from harness import AssernEnv, server_table
+from harness import AssernEnv, clients_of_every_era, server_table
 from instances import (
     Session,
     ctl,
@@ -51,24 +51,24 @@ async def names(client: Client) -> set[str]:
     return {tool.name for tool in (await client.list_tools()).tools}
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_a_client_gets_the_profile_its_name_matches(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
     config = write_config(PROFILES + server_table("alpha") + server_table("beta"))
     with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode, client_info=info("small-model")) as client:
-            assert text_of(await client.call_tool("alpha_echo", {"text": "up"})) == "up"
-            listed = await names(client)
-            assert "alpha_add" in listed
-            assert not any(name.startswith("beta_") for name in listed)
-            assert "alpha_get_pid" not in listed
-            with pytest.raises(MCPError, match="not in this client's profile 'small'"):
-                await client.call_tool("beta_echo", {"text": "no"})
-            with pytest.raises(MCPError, match="not in this client's profile 'small'"):
-                await client.call_tool("alpha_get_pid", {})
+        async with clients_of_every_era(assern_env, config, client_info=info("small-model")) as clients:
+            for _mode, client in clients:
+                assert text_of(await client.call_tool("alpha_echo", {"text": "up"})) == "up"
+                listed = await names(client)
+                assert "alpha_add" in listed
+                assert not any(name.startswith("beta_") for name in listed)
+                assert "alpha_get_pid" not in listed
+                with pytest.raises(MCPError, match="not in this client's profile 'small'"):
+                    await client.call_tool("beta_echo", {"text": "no"})
+                with pytest.raises(MCPError, match="not in this client's profile 'small'"):
+                    await client.call_tool("alpha_get_pid", {})
     chosen = events(assern_env, "client_profile")
-    assert [(e["profile"], e["given"]) for e in chosen] == [("small", False)]
+    assert [(e["profile"], e["given"]) for e in chosen] == [("small", False)] * 2  # one per era
 
 
 async def test_profiles_by_name_flag_and_variable_share_one_instance(

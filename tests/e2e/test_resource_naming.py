@@ -11,7 +11,7 @@ import mcp_types as types
 import pytest
 import trio
 from content import text_in
-from harness import AssernEnv, server_table
+from harness import AssernEnv, clients_of_every_era, server_table
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
@@ -31,52 +31,55 @@ def hybrid(*servers: str) -> str:
     return '[settings]\nnaming = "hybrid"\n\n' + "".join(server_table(s) for s in servers)
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_hybrid_naming_exposes_natural_uris_and_prefixes_only_the_clash(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
     config = write_config(hybrid("alpha", "beta"))  # both serve the same URIs and template
     with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            uris = [str(r.uri) for r in (await client.list_resources()).resources]
-            # alpha comes first in the configuration: it keeps the natural forms.
-            assert uris == ["test://info", README, "assern://beta/test://info", f"assern://beta/{README}"]
-            templates = [t.uri_template for t in (await client.list_resource_templates()).resource_templates]
-            assert templates == ["test://items/{item}", "assern://beta/test://items/{item}"]
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _mode, client in clients:
+                uris = [str(r.uri) for r in (await client.list_resources()).resources]
+                # alpha comes first in the configuration: it keeps the natural forms.
+                assert uris == ["test://info", README, "assern://beta/test://info", f"assern://beta/{README}"]
+                templates = [
+                    t.uri_template for t in (await client.list_resource_templates()).resource_templates
+                ]
+                assert templates == ["test://items/{item}", "assern://beta/test://items/{item}"]
 
-            read = await client.read_resource("test://info")
-            assert text_in(read.contents[0]) == "info of alpha"
-            assert str(read.contents[0].uri) == "test://info"
-            read = await client.read_resource("assern://beta/test://info")
-            assert text_in(read.contents[0]) == "info of beta"
-            assert str(read.contents[0].uri) == "assern://beta/test://info"
-            # The prefixed form reaches alpha too, in every mode.
-            read = await client.read_resource("assern://alpha/test://info")
-            assert text_in(read.contents[0]) == "info of alpha"
+                read = await client.read_resource("test://info")
+                assert text_in(read.contents[0]) == "info of alpha"
+                assert str(read.contents[0].uri) == "test://info"
+                read = await client.read_resource("assern://beta/test://info")
+                assert text_in(read.contents[0]) == "info of beta"
+                assert str(read.contents[0].uri) == "assern://beta/test://info"
+                # The prefixed form reaches alpha too, in every mode.
+                read = await client.read_resource("assern://alpha/test://info")
+                assert text_in(read.contents[0]) == "info of alpha"
 
-            # A URI no listing holds goes to the backend whose natural template matches.
-            item = await client.read_resource("test://items/42")
-            assert text_in(item.contents[0]) == "item 42"
-            assert str(item.contents[0].uri) == "test://items/42"
-            item = await client.read_resource("assern://beta/test://items/7")
-            assert text_in(item.contents[0]) == "item 7"
+                # A URI no listing holds goes to the backend whose natural template matches.
+                item = await client.read_resource("test://items/42")
+                assert text_in(item.contents[0]) == "item 42"
+                assert str(item.contents[0].uri) == "test://items/42"
+                item = await client.read_resource("assern://beta/test://items/7")
+                assert text_in(item.contents[0]) == "item 7"
 
-            # Completion refs: the exposed template (either form) and the exposed prompt.
-            done = await client.complete(
-                types.ResourceTemplateReference(uri="test://items/{item}"), {"name": "item", "value": "ap"}
-            )
-            assert done.completion.values == ["apple", "apricot"]
-            done = await client.complete(
-                types.ResourceTemplateReference(uri="assern://beta/test://items/{item}"),
-                {"name": "item", "value": "b"},
-            )
-            assert done.completion.values == ["banana"]
-            prompts = [p.name for p in (await client.list_prompts()).prompts]
-            assert "alpha_generate_code" in prompts  # both offer it: prefixed
-            done = await client.complete(
-                types.PromptReference(name="alpha_generate_code"), {"name": "language", "value": "p"}
-            )
-            assert done.completion.values == ["python", "perl", "php"]
+                # Completion refs: the exposed template (either form) and the exposed prompt.
+                done = await client.complete(
+                    types.ResourceTemplateReference(uri="test://items/{item}"),
+                    {"name": "item", "value": "ap"},
+                )
+                assert done.completion.values == ["apple", "apricot"]
+                done = await client.complete(
+                    types.ResourceTemplateReference(uri="assern://beta/test://items/{item}"),
+                    {"name": "item", "value": "b"},
+                )
+                assert done.completion.values == ["banana"]
+                prompts = [p.name for p in (await client.list_prompts()).prompts]
+                assert "alpha_generate_code" in prompts  # both offer it: prefixed
+                done = await client.complete(
+                    types.PromptReference(name="alpha_generate_code"), {"name": "language", "value": "p"}
+                )
+                assert done.completion.values == ["python", "perl", "php"]
 
 
 async def test_a_lone_backend_keeps_every_name_and_unknown_refs_get_suggestions(

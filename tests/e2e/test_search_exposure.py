@@ -12,7 +12,7 @@ import mcp_types as types
 import pytest
 import trio
 from content import text_in
-from harness import TIME_SERVER, AssernEnv, server_table
+from harness import TIME_SERVER, AssernEnv, clients_of_every_era, server_table
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -30,48 +30,48 @@ def found_names(result: types.CallToolResult) -> list[str]:
     return [tool["name"] for tool in result.structured_content["tools"]]
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
-async def test_search_describe_and_call(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str
-) -> None:
+async def test_search_describe_and_call(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> None:
     config = write_config(SEARCH + server_table("alpha") + TIME_SERVER)
     with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            await client.call_tool("alpha_echo", {"text": "ready"})
-            await client.call_tool("time_get_current_time", {"timezone": "UTC"})
-            listed = [tool.name for tool in (await client.list_tools()).tools]
-            # The meta-tools, then the pinned tools; nothing else.
-            assert listed[:3] == ["search_tools", "describe_tools", "call_tool"]
-            assert sorted(listed[3:]) == ["time_get_current_time"]
-            search = next(t for t in (await client.list_tools()).tools if t.name == "search_tools")
-            assert search.output_schema is not None
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _mode, client in clients:
+                await client.call_tool("alpha_echo", {"text": "ready"})
+                await client.call_tool("time_get_current_time", {"timezone": "UTC"})
+                listed = [tool.name for tool in (await client.list_tools()).tools]
+                # The meta-tools, then the pinned tools; nothing else.
+                assert listed[:3] == ["search_tools", "describe_tools", "call_tool"]
+                assert sorted(listed[3:]) == ["time_get_current_time"]
+                search = next(t for t in (await client.list_tools()).tools if t.name == "search_tools")
+                assert search.output_schema is not None
 
-            found = await client.call_tool("search_tools", {"query": "the current time in Tokyo"})
-            assert not found.is_error
-            assert found_names(found)[0] == "time_get_current_time"
-            assert found.structured_content is not None
-            total = found.structured_content["total"]
-            assert total > 20  # every tool of both servers was searched
-            assert "time_get_current_time (time)" in text_of(found)
+                found = await client.call_tool("search_tools", {"query": "the current time in Tokyo"})
+                assert not found.is_error
+                assert found_names(found)[0] == "time_get_current_time"
+                assert found.structured_content is not None
+                total = found.structured_content["total"]
+                assert total > 20  # every tool of both servers was searched
+                assert "time_get_current_time (time)" in text_of(found)
 
-            found = await client.call_tool("search_tools", {"query": "add two numbers", "limit": 3})
-            assert found_names(found)[0] == "alpha_add"
-            assert len(found_names(found)) <= 3
+                found = await client.call_tool("search_tools", {"query": "add two numbers", "limit": 3})
+                assert found_names(found)[0] == "alpha_add"
+                assert len(found_names(found)) <= 3
 
-            described = await client.call_tool("describe_tools", {"names": ["alpha_add", "alpha_nope"]})
-            assert not described.is_error
-            assert described.structured_content is not None
-            [definition] = described.structured_content["tools"]
-            assert definition["name"] == "alpha_add"
-            assert set(definition["inputSchema"]["properties"]) == {"a", "b"}
-            assert described.structured_content["unknown"] == ["alpha_nope"]
+                described = await client.call_tool("describe_tools", {"names": ["alpha_add", "alpha_nope"]})
+                assert not described.is_error
+                assert described.structured_content is not None
+                [definition] = described.structured_content["tools"]
+                assert definition["name"] == "alpha_add"
+                assert set(definition["inputSchema"]["properties"]) == {"a", "b"}
+                assert described.structured_content["unknown"] == ["alpha_nope"]
 
-            # call_tool answers with the tool's own result; a direct call still works.
-            called = await client.call_tool("call_tool", {"name": "alpha_add", "arguments": {"a": 2, "b": 3}})
-            assert text_of(called) == "5"
-            assert text_of(await client.call_tool("alpha_add", {"a": 1, "b": 1})) == "2"
-            with pytest.raises(MCPError, match="Unknown tool 'alpha_ad'"):
-                await client.call_tool("call_tool", {"name": "alpha_ad", "arguments": {}})
+                # call_tool answers with the tool's own result; a direct call still works.
+                called = await client.call_tool(
+                    "call_tool", {"name": "alpha_add", "arguments": {"a": 2, "b": 3}}
+                )
+                assert text_of(called) == "5"
+                assert text_of(await client.call_tool("alpha_add", {"a": 1, "b": 1})) == "2"
+                with pytest.raises(MCPError, match="Unknown tool 'alpha_ad'"):
+                    await client.call_tool("call_tool", {"name": "alpha_ad", "arguments": {}})
 
 
 async def test_no_good_match_says_so(assern_env: AssernEnv, write_config: Callable[[str], Path]) -> None:
