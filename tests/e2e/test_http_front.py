@@ -270,10 +270,18 @@ async def test_a_dropped_post_cancels_its_call_while_the_session_lives(
     assert any(e.get("event") == "http_call_abandoned" for e in assern_env.log_events())
 
 
+def answered(env: AssernEnv, tool: str) -> bool:
+    """Whether the backend answered a call of `tool` (its own name or the exposed one)."""
+    return any(
+        e.get("event") == "tool_call_finished" and str(e.get("tool", "")).endswith(tool)
+        for e in env.log_events()
+    )
+
+
 async def test_a_client_that_lost_its_stream_resumes_it_with_last_event_id(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    config = write_config(server_table("alpha") + "[listen]\nresume_grace = 2\n")
+    config = write_config(server_table("alpha") + "[listen]\nresume_grace = 4\n")
     gate = tmp_path / "gate"
     with trio.fail_after(60):
         async with http_front(assern_env, config) as front, httpx2.AsyncClient(timeout=30) as http:
@@ -285,8 +293,11 @@ async def test_a_client_that_lost_its_stream_resumes_it_with_last_event_id(
             # the stream broke after its first event (the priming one, which names a place)
             [primed] = sse_events(first)
             assert primed["data"] == ""
+            broke = trio.current_time()
             gate.touch()  # the call is answered while nobody listens
-            await trio.sleep(3)  # the answer waits in the session's buffer, past the grace
+            await wait_until(lambda: answered(assern_env, "gate"), limit=4)
+            # the answer waits in the session's buffer, past the grace
+            await trio.sleep(max(0.0, broke + 5 - trio.current_time()))
             resume = {"accept": "text/event-stream", "last-event-id": primed["id"]}
             resume |= {k: v for k, v in headers.items() if k.startswith("mcp-")}
             async with http.stream("GET", front.url, headers=resume) as replayed:
