@@ -27,6 +27,7 @@ from assern.actors.listener.http.checks import authenticate, check_header_size, 
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
 from assern.actors.listener.http.plain_stateless import plain_request
 from assern.actors.listener.http.refusal import Refusal
+from assern.actors.listener.http.responses import encoded, send_body, send_json
 from assern.actors.listener.http.wire import usable_id
 from assern.actors.listener.protocol import modern_client_name
 
@@ -88,13 +89,13 @@ class HttpApp:
         elif path in (SSE_PATH, MESSAGES_PATH) and self.legacy is not None and self._spec().legacy_sse:
             await self._legacy(path, scope, receive, send)
         elif path == "/healthz":
-            await _json(send, 200, {"status": "alive"})
+            await send_json(send, 200, {"status": "alive"})
         elif path == "/readyz":
             await self._ready(scope, send)
         elif path == "/metrics":
             await self._metrics(scope, send)
         else:
-            await _json(send, 404, {"error": f"nothing at {scope['path']}; MCP is served at {MCP_PATH}"})
+            await send_json(send, 404, {"error": f"nothing at {scope['path']}; MCP is served at {MCP_PATH}"})
 
     # ----------------------------------------------------------------------- MCP
 
@@ -194,7 +195,7 @@ class HttpApp:
         body = {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": refusal.message}}
         # The refused request's body may be unread: the connection cannot carry another
         # request, and a client told so opens a new one instead of failing on this one.
-        await _json(send, refusal.status, body, (*refusal.headers, ("connection", "close")))
+        await send_json(send, refusal.status, body, encoded((*refusal.headers, ("connection", "close"))))
 
     # ---------------------------------------------------------------- operators
 
@@ -208,7 +209,7 @@ class HttpApp:
             body["backends"] = counts  # names only to those who may use them
         else:
             body["backends"] = dict(backends)
-        await _json(send, 200 if ready else 503, body)
+        await send_json(send, 200 if ready else 503, body)
 
     async def _metrics(self, scope: Scope, send: Send) -> None:
         checked = authenticate(_headers(scope), self.tokens, self._spec())
@@ -216,10 +217,7 @@ class HttpApp:
             await self.refuse(scope, send, checked, None)
             return
         content, media = self.metrics.render()
-        await send(
-            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", media.encode())]}
-        )
-        await send({"type": "http.response.body", "body": content})
+        await send_body(send, 200, content, content_type=media.encode())
 
 
 # ------------------------------------------------------------------- helpers
@@ -287,13 +285,6 @@ def _request_ids(decoded: Any) -> tuple[Any, ...]:
     return tuple(
         m["id"] for m in messages if isinstance(m, dict) and "method" in m and usable_id(m.get("id"))
     )
-
-
-async def _json(send: Send, status: int, body: Any, headers: tuple[tuple[str, str], ...] = ()) -> None:
-    payload = json.dumps(body, separators=(",", ":")).encode()
-    raw = [(b"content-type", b"application/json"), *((k.encode(), v.encode()) for k, v in headers)]
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": payload})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -23,7 +23,6 @@ transport as before.
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +30,14 @@ import attrs
 import mcp_types as types
 import trio
 
+from assern.actors.listener.http.responses import (
+    KEEPALIVE,
+    dumps,
+    event,
+    open_stream,
+    send_body,
+    send_more,
+)
 from assern.actors.listener.http.wire import SessionWire, request_key, usable_id
 
 if TYPE_CHECKING:
@@ -43,17 +50,14 @@ if TYPE_CHECKING:
 STREAM_AFTER = 0.5
 #: Seconds between keep-alive comments on a stream still waiting for its answer.
 KEEPALIVE_EVERY = 15.0
-#: An SSE comment, which clients skip and proxies see as traffic.
-KEEPALIVE = b": ping\r\n\r\n"
 #: What a POST waiting for its answer gets when its session ends first.
-SESSION_ENDED = json.dumps(
+SESSION_ENDED = dumps(
     {
         "jsonrpc": "2.0",
         "id": None,
         "error": {"code": types.INTERNAL_ERROR, "message": "Session terminated before the request completed"},
-    },
-    separators=(",", ":"),
-).encode()
+    }
+)
 #: The first revision whose clients read a priming event (an id with empty data).
 PRIMING_SINCE = "2025-11-25"
 #: What a request without `MCP-Protocol-Version` speaks, as the specification says.
@@ -125,33 +129,33 @@ async def answer(
                 with trio.move_on_after(STREAM_AFTER):
                     await claim.answered.wait()
                 if claim.line is not None:
-                    await _respond(send, 200, "application/json", session_id, claim.line)
+                    await send_body(send, 200, claim.line, headers=_session(session_id))
                     sent = True
                 elif claim.answered.is_set():  # the session ended first
-                    await _respond(send, 500, "application/json", session_id, SESSION_ENDED)
+                    await send_body(send, 500, SESSION_ENDED, headers=_session(session_id))
                     sent = True
                 else:
                     streaming = True
                     primed = replay is not None and (version or DEFAULT_VERSION) >= PRIMING_SINCE
-                    await _open_stream(send, session_id)
+                    await open_stream(send, _session(session_id))
                     if primed:
                         assert replay is not None
-                        await _event(send, await replay.store_event(key, None), b"")
+                        await send_more(send, event(b"", await replay.store_event(key, None)))
                     while not claim.answered.is_set():
                         with trio.move_on_after(KEEPALIVE_EVERY):
                             await claim.answered.wait()
                         if not claim.answered.is_set():
-                            await send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                            await send_more(send, KEEPALIVE)
                     line = claim.answer()
                     if line is None:  # the session ended first: so does the stream
-                        await send({"type": "http.response.body", "body": b"", "more_body": False})
+                        await send_more(send, b"", last=True)
                     else:
                         event_id = None
                         if replay is not None:
                             message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
                             event_id = await replay.store_event(key, message)
                             kept = True  # a resuming client finds it there
-                        await _event(send, event_id, line, last=True)
+                        await send_more(send, event(line, event_id), last=True)
                     sent = True
                 nursery.cancel_scope.cancel()
     finally:
@@ -168,7 +172,7 @@ async def answer(
 async def accept(wire: SessionWire, message: Plain, send: Send, *, session_id: str) -> None:
     """Hand a notification or a client's response on, and answer 202."""
     await wire.post_line(message.line)
-    await _respond(send, 202, None, session_id, b"")
+    await send_body(send, 202, b"", content_type=None, headers=_session(session_id))
 
 
 # ------------------------------------------------------------------- helpers
@@ -195,7 +199,7 @@ def _line(message: dict[str, Any], body: bytes) -> bytes:
     """The message as one line: the body itself unless it spans several."""
     body = body.strip()
     if b"\n" in body or b"\r" in body:
-        return json.dumps(message, separators=(",", ":")).encode()
+        return dumps(message)
     return body
 
 
@@ -205,28 +209,5 @@ async def until_disconnect(receive: Receive, left: trio.CancelScope) -> None:
     left.cancel()
 
 
-def _headers(content_type: str | None, session_id: str) -> list[tuple[bytes, bytes]]:
-    headers = [(b"mcp-session-id", session_id.encode())]
-    if content_type is not None:
-        headers.append((b"content-type", content_type.encode()))
-    return headers
-
-
-async def _respond(send: Send, status: int, content_type: str | None, session_id: str, body: bytes) -> None:
-    headers = _headers(content_type, session_id)
-    headers.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _open_stream(send: Send, session_id: str) -> None:
-    headers = _headers("text/event-stream", session_id)
-    headers += [(b"cache-control", b"no-cache, no-transform"), (b"x-accel-buffering", b"no")]
-    await send({"type": "http.response.start", "status": 200, "headers": headers})
-
-
-async def _event(send: Send, event_id: str | None, data: bytes, *, last: bool = False) -> None:
-    head = (b"id: " + event_id.encode() + b"\r\n") if event_id is not None else b""
-    kind = b"event: message\r\n" if data else b""
-    event = kind + head + b"data: " + data + b"\r\n\r\n"
-    await send({"type": "http.response.body", "body": event, "more_body": not last})
+def _session(session_id: str) -> list[tuple[bytes, bytes]]:
+    return [(b"mcp-session-id", session_id.encode())]

@@ -26,7 +26,6 @@ Anything else goes to the SDK's entry as before (stateless.py).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -50,7 +49,15 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.types import Receive, Send
 
-from assern.actors.listener.http.plain import KEEPALIVE, accepts_both, is_json
+from assern.actors.listener.http.plain import accepts_both, is_json
+from assern.actors.listener.http.responses import (
+    KEEPALIVE,
+    dumps,
+    event,
+    open_stream,
+    send_body,
+    send_more,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -67,12 +74,6 @@ KEEPALIVE_EVERY = 15.0
 #: Requests the SDK's entry keeps: a listen is a stream by nature; initialize is refused.
 NOT_PLAIN = frozenset({"subscriptions/listen", "initialize"})
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"connection", b"keep-alive"),
-    (b"x-accel-buffering", b"no"),
-]
 
 
 def plain_request(headers: Mapping[str, str], message: Any) -> JSONRPCRequest | None:
@@ -141,7 +142,7 @@ async def answer(
                 error = modern_error_data(exc)
                 reply = {"jsonrpc": "2.0", "id": request.id, "error": _dumped(error)}
                 status = ERROR_CODE_HTTP_STATUS.get(error.code, 200)
-            await exchange.finish(status, _dumps(reply))
+            await exchange.finish(status, dumps(reply))
             nursery.cancel_scope.cancel()
 
 
@@ -174,7 +175,7 @@ class Exchange:
             body["params"] = dict(params)
         async with self._lock:
             await self._stream()
-            await self.send({"type": "http.response.body", "body": _event(_dumps(body)), "more_body": True})
+            await send_more(self.send, event(dumps(body)))
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         return  # a plain request asked for none
@@ -191,21 +192,19 @@ class Exchange:
                 continue
             async with self._lock:
                 await self._stream()
-                await self.send({"type": "http.response.body", "body": KEEPALIVE, "more_body": True})
+                await send_more(self.send, KEEPALIVE)
 
     async def finish(self, status: int, body: bytes) -> None:
         async with self._lock:
             if self.streaming:
-                await self.send({"type": "http.response.body", "body": _event(body), "more_body": False})
-                return
-            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-            await self.send({"type": "http.response.start", "status": status, "headers": headers})
-            await self.send({"type": "http.response.body", "body": body})
+                await send_more(self.send, event(body), last=True)
+            else:
+                await send_body(self.send, status, body)
 
     async def _stream(self) -> None:
         if not self.streaming:
             self.streaming = True
-            await self.send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            await open_stream(self.send)
 
 
 def _param_rejection(
@@ -233,20 +232,9 @@ def _param_rejection(
 
 async def _reject(send: Send, request_id: RequestId, rejection: InboundLadderRejection) -> None:
     error = ErrorData(code=rejection.code, message=rejection.message, data=rejection.data)
-    body = _dumps({"jsonrpc": "2.0", "id": request_id, "error": _dumped(error)})
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    status = ERROR_CODE_HTTP_STATUS.get(rejection.code, 200)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    body = dumps({"jsonrpc": "2.0", "id": request_id, "error": _dumped(error)})
+    await send_body(send, ERROR_CODE_HTTP_STATUS.get(rejection.code, 200), body)
 
 
 def _dumped(error: ErrorData) -> dict[str, Any]:
     return error.model_dump(by_alias=True, mode="json", exclude_none=True)
-
-
-def _dumps(body: dict[str, Any]) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
-
-
-def _event(data: bytes) -> bytes:
-    return b"event: message\r\ndata: " + data + b"\r\n\r\n"

@@ -17,7 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp.shared.transport_context import TransportContext
 
-from assern.actors.listener.http import plain, plain_stateless
+from assern.actors.listener.http import plain_stateless, responses
 
 BOTH = "application/json, text/event-stream"
 META = {
@@ -252,7 +252,7 @@ async def test_a_silent_slow_request_is_streamed_with_keepalives(
     assert trio.current_time() - start == pytest.approx(40)
     assert post.status == 200
     assert post.content_type == b"text/event-stream"
-    assert post.body_sent.count(plain.KEEPALIVE) == 2  # at 15 s and 30 s
+    assert post.body_sent.count(responses.KEEPALIVE) == 2  # at 15 s and 30 s
     assert post.answer()["result"]["content"][0]["text"] == "late"
     assert post.sent[-1]["more_body"] is False
 
