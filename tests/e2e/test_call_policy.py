@@ -13,7 +13,7 @@ from typing import Any
 import mcp_types as types
 import pytest
 import trio
-from harness import AssernEnv, notes_table
+from harness import AssernEnv, clients_of_every_era, notes_table
 from instances import (
     ctl_json,
     events,
@@ -24,8 +24,6 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.e2e
-
-ERAS = ["legacy", "2026-07-28"]
 
 
 def info(name: str) -> types.Implementation:
@@ -38,9 +36,8 @@ def recorded(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.mark.parametrize("mode", ERAS)
 async def test_deny_and_read_only_keep_tools_out_and_refuse_their_calls(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     config = write_config(
@@ -48,67 +45,68 @@ async def test_deny_and_read_only_keep_tools_out_and_refuse_their_calls(
         '[profiles.careful]\nmatch = ["careful-*"]\nread_only = true\n\n'
         + notes_table("notes", "--record", str(record), extra='deny = ["tag_*"]\n')
     )
-    with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            listed = {tool.name for tool in (await client.list_tools()).tools}
-            assert "notes_add_note" in listed
-            assert not listed & {"notes_delete_note", "notes_tag_note"}
-            with pytest.raises(MCPError, match=r"refused: it is denied by the rule `deny = '\*_delete_\*'`"):
-                await client.call_tool("notes_delete_note", {"id": 1})
-            with pytest.raises(MCPError, match="denied by the rule `deny = 'tag_\\*'`"):
-                await client.call_tool("notes_tag_note", {"id": "1", "tag": "x"})
-        async with Client(assern_env.serve(config), mode=mode, client_info=info("careful-agent")) as client:
-            listed = {tool.name for tool in (await client.list_tools()).tools}
-            assert listed == {
-                "notes_list_notes",
-                "notes_read_note",
-                "notes_miscount",
-                "notes_reveal",
-                "notes_echo_arguments",
-            }
-            with pytest.raises(
-                MCPError, match=r"only read-only tools are served here \(`read_only = true`\)"
-            ):
-                await client.call_tool("notes_add_note", {"text": "x"})
-            assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
-    assert [call["tool"] for call in recorded(record)] == ["read_note"]
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _, client in clients:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                assert "notes_add_note" in listed
+                assert not listed & {"notes_delete_note", "notes_tag_note"}
+                with pytest.raises(
+                    MCPError, match=r"refused: it is denied by the rule `deny = '\*_delete_\*'`"
+                ):
+                    await client.call_tool("notes_delete_note", {"id": 1})
+                with pytest.raises(MCPError, match="denied by the rule `deny = 'tag_\\*'`"):
+                    await client.call_tool("notes_tag_note", {"id": "1", "tag": "x"})
+        async with clients_of_every_era(assern_env, config, client_info=info("careful-agent")) as clients:
+            for _, client in clients:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                assert listed == {
+                    "notes_list_notes",
+                    "notes_read_note",
+                    "notes_miscount",
+                    "notes_reveal",
+                    "notes_echo_arguments",
+                }
+                with pytest.raises(
+                    MCPError, match=r"only read-only tools are served here \(`read_only = true`\)"
+                ):
+                    await client.call_tool("notes_add_note", {"text": "x"})
+                assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
+    assert [call["tool"] for call in recorded(record)] == ["read_note", "read_note"]
     refusals = events(assern_env, "call_refused")
-    assert [(e["server"], e["tool"], e["rule"]) for e in refusals] == [
-        ("notes", "notes_delete_note", "deny"),
-        ("notes", "notes_tag_note", "deny"),
-        ("notes", "notes_add_note", "read_only"),
-    ]
-    assert refusals[-1]["client"] == "careful-agent"
+    denied = [("notes", "notes_delete_note", "deny"), ("notes", "notes_tag_note", "deny")]
+    read_only = [("notes", "notes_add_note", "read_only")]
+    assert [(e["server"], e["tool"], e["rule"]) for e in refusals] == 2 * denied + 2 * read_only
+    assert [e["client"] for e in refusals[-2:]] == ["careful-agent", "careful-agent"]
 
 
-@pytest.mark.parametrize("mode", ERAS)
 async def test_strict_validation_answers_bad_arguments_and_never_calls_the_backend(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     config = write_config(
         '[settings]\nvalidate = "strict"\n\n' + notes_table("notes", "--record", str(record))
     )
-    with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            result = await client.call_tool("notes_add_note", {"txt": "milk", "tags": ["a", 3]})
-            assert result.is_error
-            text = text_of(result)
-            assert text.startswith("Invalid arguments for notes_add_note; the call was not sent.")
-            assert '- $.txt: unknown field "txt"; did you mean `text`?' in text
-            assert '- $: "text" is a required property' in text
-            assert '- $.tags[1]: 3 is not of type "string"' in text
-            assert "Fields: text (string, required), tags (array)" in text
-            # corrected on the next turn, it goes through
-            fixed = await client.call_tool("notes_add_note", {"text": "milk", "tags": ["a"]})
-            assert text_of(fixed) == "added 3"
-            # a schema that allows any field keeps allowing them
-            echoed = await client.call_tool("notes_echo_arguments", {"anything": 1})
-            assert json.loads(text_of(echoed)) == {"anything": 1}
-    assert [call["tool"] for call in recorded(record)] == ["add_note", "echo_arguments"]
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _, client in clients:
+                result = await client.call_tool("notes_add_note", {"txt": "milk", "tags": ["a", 3]})
+                assert result.is_error
+                text = text_of(result)
+                assert text.startswith("Invalid arguments for notes_add_note; the call was not sent.")
+                assert '- $.txt: unknown field "txt"; did you mean `text`?' in text
+                assert '- $: "text" is a required property' in text
+                assert '- $.tags[1]: 3 is not of type "string"' in text
+                assert "Fields: text (string, required), tags (array)" in text
+                # corrected on the next turn, it goes through
+                fixed = await client.call_tool("notes_add_note", {"text": "milk", "tags": ["a"]})
+                assert text_of(fixed) == "added 3"
+                # a schema that allows any field keeps allowing them
+                echoed = await client.call_tool("notes_echo_arguments", {"anything": 1})
+                assert json.loads(text_of(echoed)) == {"anything": 1}
+    assert [call["tool"] for call in recorded(record)] == 2 * ["add_note", "echo_arguments"]
     refused = events(assern_env, "call_refused", rule="validate")
-    assert len(refused) == 1
-    assert refused[0]["tool"] == "add_note"
+    assert [e["tool"] for e in refused] == ["add_note", "add_note"]
 
 
 async def test_by_default_bad_arguments_are_logged_and_forwarded(
@@ -127,23 +125,23 @@ async def test_by_default_bad_arguments_are_logged_and_forwarded(
     ]
 
 
-@pytest.mark.parametrize("mode", ERAS)
 async def test_a_result_that_breaks_its_output_schema_is_the_backends_fault(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
     config = write_config(notes_table("notes", extra='validate = "strict"\n'))
-    with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            good = await client.call_tool("notes_read_note", {"id": 2})
-            assert good.structured_content == {"id": 2, "text": "call the plumber"}
-            bad = await client.call_tool("notes_miscount", {"text": "four"})
-            assert bad.is_error
-            assert text_of(bad).startswith(
-                "Server 'notes' answered miscount with structuredContent that does not match"
-            )
-            assert '$.count: "4" is not of type "integer"' in text_of(bad)
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _, client in clients:
+                good = await client.call_tool("notes_read_note", {"id": 2})
+                assert good.structured_content == {"id": 2, "text": "call the plumber"}
+                bad = await client.call_tool("notes_miscount", {"text": "four"})
+                assert bad.is_error
+                assert text_of(bad).startswith(
+                    "Server 'notes' answered miscount with structuredContent that does not match"
+                )
+                assert '$.count: "4" is not of type "integer"' in text_of(bad)
     mismatches = events(assern_env, "result_schema_mismatch")
-    assert [(e["server"], e["tool"]) for e in mismatches] == [("notes", "miscount")]
+    assert [(e["server"], e["tool"]) for e in mismatches] == 2 * [("notes", "miscount")]
 
 
 async def test_an_invalid_backend_schema_is_reported_once_and_served_unvalidated(
@@ -175,38 +173,39 @@ async def decline(context: Any, params: types.ElicitRequestParams) -> types.Elic
 CONFIRMING = '[settings]\nconfirm = ["destructive"]\n\n'
 
 
-@pytest.mark.parametrize("mode", ERAS)
 async def test_confirm_asks_the_calling_client_and_only_a_yes_lets_the_call_through(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     config = write_config(CONFIRMING + notes_table("notes", "--record", str(record)))
     questions: list[str] = []
 
     async def asked(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        questions.append(params.message)
-        return await (accept if len(questions) == 1 else decline)(context, params)
+        questions.append(params.message)  # each client says yes, then no
+        return await (accept if len(questions) % 2 == 1 else decline)(context, params)
 
-    with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode, elicitation_callback=asked) as client:
-            done = await client.call_tool("notes_delete_note", {"id": 2})
-            assert text_of(done) == "deleted 2"
-            refused = await client.call_tool("notes_delete_note", {"id": 1})
-            assert refused.is_error
-            assert text_of(refused) == (
-                "The call of notes_delete_note was not sent: the user declined it when asked to confirm."
-            )
-            # read-only and non-destructive tools are not asked about
-            assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
-            assert text_of(await client.call_tool("notes_add_note", {"text": "x"})) == "added 3"
-    assert questions == ['Allow notes.delete_note with {"id": 2}?', 'Allow notes.delete_note with {"id": 1}?']
-    assert [(c["tool"], c["arguments"]) for c in recorded(record)] == [
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config, elicitation_callback=asked) as clients:
+            for _, client in clients:
+                done = await client.call_tool("notes_delete_note", {"id": 2})
+                assert text_of(done) == "deleted 2"
+                refused = await client.call_tool("notes_delete_note", {"id": 1})
+                assert refused.is_error
+                assert text_of(refused) == (
+                    "The call of notes_delete_note was not sent: the user declined it when asked to confirm."
+                )
+                # read-only and non-destructive tools are not asked about
+                assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
+                assert text_of(await client.call_tool("notes_add_note", {"text": "x"})) == "added 3"
+    asked_once = ['Allow notes.delete_note with {"id": 2}?', 'Allow notes.delete_note with {"id": 1}?']
+    assert questions == 2 * asked_once
+    assert [(c["tool"], c["arguments"]) for c in recorded(record)] == 2 * [
         ("delete_note", {"id": 2}),
         ("read_note", {"id": 1}),
         ("add_note", {"text": "x"}),
     ]
-    [refusal] = events(assern_env, "call_refused", rule="confirm")
-    assert refusal["outcome"] == "decline"
+    refusals = events(assern_env, "call_refused", rule="confirm")
+    assert [e["outcome"] for e in refusals] == ["decline", "decline"]
 
 
 async def test_a_client_that_cannot_be_asked_is_refused(

@@ -11,7 +11,7 @@ from pathlib import Path
 import mcp_types as types
 import pytest
 import trio
-from harness import AssernEnv, notes_table, server_table
+from harness import AssernEnv, clients_of_every_era, notes_table, server_table
 from instances import (
     ctl_json,
     reap,  # noqa: F401 - autouse fixture
@@ -22,9 +22,8 @@ from mcp import Client
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_one_tool_per_server_routes_each_action(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     config = write_config(
@@ -32,41 +31,43 @@ async def test_one_tool_per_server_routes_each_action(
         + notes_table("notes", "--record", str(record))
         + server_table("alpha")
     )
-    with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
-            assert list(tools) == ["notes", "alpha"]
-            notes = tools["notes"]
-            schema = notes.input_schema
-            assert schema["required"] == ["action"]
-            assert schema["properties"]["action"]["enum"][:4] == [
-                "list_notes",
-                "read_note",
-                "add_note",
-                "delete_note",
-            ]
-            assert schema["properties"]["text"]["description"] == (
-                "What to remember. Required for: add_note, miscount"
-            )
-            assert [branch["type"] for branch in schema["properties"]["id"]["anyOf"]] == ["integer", "string"]
-            assert "- delete_note: Delete a note for good. [DESTRUCTIVE]" in (notes.description or "")
-            assert notes.annotations is not None
-            assert notes.annotations.destructive_hint is True
-            read = await client.call_tool("notes", {"action": "read_note", "id": 1})
-            assert text_of(read) == "buy milk"
-            assert read.structured_content == {"id": 1, "text": "buy milk"}
-            assert text_of(await client.call_tool("alpha", {"action": "echo", "text": "hi"})) == "hi"
-            # strict by default: a field of another action is unknown to this one
-            wrong = await client.call_tool("notes", {"action": "read_note", "id": 1, "tag": "x"})
-            assert wrong.is_error
-            assert '$.tag: unknown field "tag"' in text_of(wrong)
-            unknown = await client.call_tool("notes", {"action": "read_notes", "id": 1})
-            assert unknown.is_error
-            assert 'unknown action "read_notes". Did you mean `read_note`?' in text_of(unknown)
-            # the flat names stay callable
-            assert text_of(await client.call_tool("alpha_echo", {"text": "flat"})) == "flat"
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _, client in clients:
+                tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+                assert list(tools) == ["notes", "alpha"]
+                notes = tools["notes"]
+                schema = notes.input_schema
+                assert schema["required"] == ["action"]
+                assert schema["properties"]["action"]["enum"][:4] == [
+                    "list_notes",
+                    "read_note",
+                    "add_note",
+                    "delete_note",
+                ]
+                assert schema["properties"]["text"]["description"] == (
+                    "What to remember. Required for: add_note, miscount"
+                )
+                branches = schema["properties"]["id"]["anyOf"]
+                assert [branch["type"] for branch in branches] == ["integer", "string"]
+                assert "- delete_note: Delete a note for good. [DESTRUCTIVE]" in (notes.description or "")
+                assert notes.annotations is not None
+                assert notes.annotations.destructive_hint is True
+                read = await client.call_tool("notes", {"action": "read_note", "id": 1})
+                assert text_of(read) == "buy milk"
+                assert read.structured_content == {"id": 1, "text": "buy milk"}
+                assert text_of(await client.call_tool("alpha", {"action": "echo", "text": "hi"})) == "hi"
+                # strict by default: a field of another action is unknown to this one
+                wrong = await client.call_tool("notes", {"action": "read_note", "id": 1, "tag": "x"})
+                assert wrong.is_error
+                assert '$.tag: unknown field "tag"' in text_of(wrong)
+                unknown = await client.call_tool("notes", {"action": "read_notes", "id": 1})
+                assert unknown.is_error
+                assert 'unknown action "read_notes". Did you mean `read_note`?' in text_of(unknown)
+                # the flat names stay callable
+                assert text_of(await client.call_tool("alpha_echo", {"text": "flat"})) == "flat"
     calls = [json.loads(line) for line in record.read_text().splitlines()]
-    assert calls == [{"tool": "read_note", "arguments": {"id": 1}}]
+    assert calls == 2 * [{"tool": "read_note", "arguments": {"id": 1}}]
 
 
 async def test_groups_gather_tools_across_servers_and_ctl_lists_them(

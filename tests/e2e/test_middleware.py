@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import trio
-from harness import AssernEnv, notes_table
+from harness import AssernEnv, clients_of_every_era, notes_table
 from instances import (
     ctl,
     ctl_json,
@@ -95,9 +95,8 @@ async def test_shipped_middlewares_limit_redact_and_audit_calls(
     )
 
 
-@pytest.mark.parametrize("mode", ERAS)
 async def test_an_asyncio_middleware_runs_an_asyncio_only_library(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     assern_env.env["PYTHONPATH"] = str(SUPPORT)
@@ -107,22 +106,22 @@ async def test_an_asyncio_middleware_runs_an_asyncio_only_library(
             f'tools = ["*echo*"]\noptions = {{ url = "{service.url}" }}\n\n'
             + notes_table("notes", "--record", str(record))
         )
-        with trio.fail_after(60):
-            async with Client(assern_env.serve(config), mode=mode) as client:
-                approved = await client.call_tool("notes_echo_arguments", {"text": "hello"})
-                assert json.loads(text_of(approved)) == {"text": "HELLO"}
-                refused = await client.call_tool("notes_echo_arguments", {"text": "forbidden"})
-                assert refused.is_error
-                assert text_of(refused) == "not approved: forbidden word"
-                assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
-        assert [body["tool"] for body in service.asked] == ["notes_echo_arguments"] * 2
-    assert [call["tool"] for call in lines(record)] == ["echo_arguments", "read_note"]
-    assert len(events(assern_env, "asyncio_loop_started")) == 1
+        with trio.fail_after(90):
+            async with clients_of_every_era(assern_env, config) as clients:
+                for _, client in clients:
+                    approved = await client.call_tool("notes_echo_arguments", {"text": "hello"})
+                    assert json.loads(text_of(approved)) == {"text": "HELLO"}
+                    refused = await client.call_tool("notes_echo_arguments", {"text": "forbidden"})
+                    assert refused.is_error
+                    assert text_of(refused) == "not approved: forbidden word"
+                    assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
+        assert [body["tool"] for body in service.asked] == ["notes_echo_arguments"] * 4
+    assert [call["tool"] for call in lines(record)] == 2 * ["echo_arguments", "read_note"]
+    assert len(events(assern_env, "asyncio_loop_started")) == 1  # one loop for every client
 
 
-@pytest.mark.parametrize("mode", ERAS)
 async def test_a_raising_middleware_answers_its_call_and_harms_nothing_else(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     assern_env.env["PYTHONPATH"] = str(SUPPORT)
@@ -131,22 +130,23 @@ async def test_a_raising_middleware_answers_its_call_and_harms_nothing_else(
         'options = { message = "division by zero, again" }\n\n'
         + notes_table("notes", "--record", str(record))
     )
-    with trio.fail_after(60):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            for _ in range(2):
-                failed = await client.call_tool("notes_add_note", {"text": "milk"})
-                assert failed.is_error
-                assert text_of(failed) == (
-                    "Middleware 'buggy' failed on notes_add_note: RuntimeError: division by zero, again"
-                )
-            assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config) as clients:
+            for _, client in clients:
+                for _ in range(2):
+                    failed = await client.call_tool("notes_add_note", {"text": "milk"})
+                    assert failed.is_error
+                    assert text_of(failed) == (
+                        "Middleware 'buggy' failed on notes_add_note: RuntimeError: division by zero, again"
+                    )
+                assert text_of(await client.call_tool("notes_read_note", {"id": 1})) == "buy milk"
             status = await ctl_json(assern_env, "status", "--config", str(config))
-    assert [call["tool"] for call in lines(record)] == ["read_note"]
+    assert [call["tool"] for call in lines(record)] == ["read_note", "read_note"]
     (notes,) = [b for b in status["backends"] if b["name"] == "notes"]
     assert notes["state"] == "ready"
     assert notes["restarts"] == 0
     failures = events(assern_env, "middleware_failed", middleware="buggy")
-    assert len(failures) == 2
+    assert len(failures) == 4
     assert failures[0]["error"] == "RuntimeError: division by zero, again"
 
 

@@ -12,14 +12,13 @@ from typing import Any
 
 import pytest
 import trio
-from harness import AssernEnv, notes_table
+from harness import AssernEnv, clients_of_every_era, notes_table
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from instances import (
     reap,  # noqa: F401 - autouse fixture
     text_of,
 )
-from mcp import Client
 
 pytestmark = pytest.mark.e2e
 
@@ -65,9 +64,8 @@ def generated(count: int) -> list[tuple[dict[str, Any], str | None]]:
     return found
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_generated_calls_are_forwarded_or_rejected_with_their_problem(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], mode: str, tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     record = tmp_path / "calls.jsonl"
     config = write_config(
@@ -77,16 +75,17 @@ async def test_generated_calls_are_forwarded_or_rejected_with_their_problem(
     assert any(problem is None for _, problem in cases)
     assert sum(problem is not None for _, problem in cases) >= 20
     with trio.fail_after(120):
-        async with Client(assern_env.serve(config), mode=mode) as client:
-            for arguments, problem in cases:
-                result = await client.call_tool("notes_add_note", arguments)
-                text = text_of(result)
-                if problem is None:
-                    assert not result.is_error, (arguments, text)
-                    assert text.startswith("added ")
-                else:
-                    assert result.is_error, arguments
-                    assert text.startswith("Invalid arguments for notes_add_note; the call was not sent.")
-                    assert f"- {problem}" in text.splitlines(), (arguments, text)
+        async with clients_of_every_era(assern_env, config) as clients:
+            for era, client in clients:
+                for arguments, problem in cases:
+                    result = await client.call_tool("notes_add_note", arguments)
+                    text = text_of(result)
+                    if problem is None:
+                        assert not result.is_error, (era, arguments, text)
+                        assert text.startswith("added ")
+                    else:
+                        assert result.is_error, (era, arguments)
+                        assert text.startswith("Invalid arguments for notes_add_note; the call was not sent.")
+                        assert f"- {problem}" in text.splitlines(), (era, arguments, text)
     forwarded = [json.loads(line)["arguments"] for line in record.read_text().splitlines()]
-    assert forwarded == [arguments for arguments, problem in cases if problem is None]
+    assert forwarded == 2 * [arguments for arguments, problem in cases if problem is None]
