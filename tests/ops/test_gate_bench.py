@@ -32,7 +32,7 @@ def test_the_smoke_run_prints_tokens_validation_and_overhead(tmp_path: Path) -> 
     assert tokens["search"]["tokens"] < tokens["grouped"]["tokens"] < tokens["all"]["tokens"]
     assert tokens["grouped_toon"]["tokens"] <= tokens["grouped"]["tokens"]
     assert figures["validation"]["check_10_fields_us"]["median"] > 0
-    assert set(figures["end_to_end"]) == {"direct", "off", "warn", "strict", "elsewhere", "chain"}
+    assert set(figures["end_to_end"]) == {"direct", "off", "strict", "chain"}
     chains = figures["middleware"]
     assert {"none", "rate_limit", "redact", "audit", "1 asyncio pass-through"} <= set(chains)
     assert all(row["median_us"] > 0 for row in chains.values())
