@@ -91,7 +91,9 @@ class Handlers:
     async def _list_tools(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        catalog = await self._routing.settled_catalog()
+        catalog = self._routing.catalog
+        if not catalog.lists_meta_tools_only:
+            catalog = await self._routing.settled_catalog()
         return types.ListToolsResult(tools=catalog.tool_list)
 
     async def _call_tool(

@@ -219,7 +219,8 @@ class RawLane:
             await send_raw.write(line)
 
     def _list_tools_raw(self, raw: dict[str, Any]) -> bool:
-        """Answer tools/list with the catalog's encoded tools, once every backend is listed."""
+        """Answer tools/list with the catalog's encoded tools, once every backend is listed
+        (at once when the list is the meta-tools alone)."""
         request_id = raw.get("id")
         params = raw.get("params")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
@@ -228,12 +229,14 @@ class RawLane:
             not isinstance(params, dict) or PROTOCOL_VERSION_META_KEY in (params.get("_meta") or {})
         ):
             return False
-        if not (self.shared.settled.is_set() and self._routing.catalog_complete()):
+        catalog = self._routing.catalog
+        settled = self.shared.settled.is_set() and self._routing.catalog_complete()
+        if not (settled or catalog.lists_meta_tools_only):
             return False  # the session's tools/list waits for the starting backends
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
-        tools = b"".join((b'{"tools":', self._routing.catalog.tools_json, b"}"))
+        tools = b"".join((b'{"tools":', catalog.tools_json, b"}"))
         self.write(framing.encoded_result(request_id, tools))
         return True
 

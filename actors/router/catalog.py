@@ -119,6 +119,8 @@ class Catalog:
     naming: Naming = "prefix"
     #: "all": every tool is listed; "search": the meta-tools and the pinned tools
     exposure: Exposure = "all"
+    #: the patterns of tools listed beside the meta-tools in search exposure
+    pinned: tuple[str, ...] = ()
     #: what tools/list answers (every tool, or the meta-tools and the pinned ones)
     listed: tuple[types.Tool, ...] = attrs.field(
         default=attrs.Factory(lambda self: tuple(r.tool for r in self.tools.values()), takes_self=True)
@@ -133,6 +135,12 @@ class Catalog:
     shows_server: Callable[[str], bool] = attrs.field(default=_every_server, eq=False)
     #: why this view is served in search exposure although it asks for "all", if it is
     switched: str | None = None
+
+    @property
+    def lists_meta_tools_only(self) -> bool:
+        """Whether tools/list answers the meta-tools whatever the backends offer (search
+        exposure with nothing pinned): then it need not wait for backends still starting."""
+        return self.exposure == "search" and not self.pinned
 
     @property
     def tool_list(self) -> list[types.Tool]:
@@ -358,6 +366,7 @@ def build_catalog(
         version=version,
         naming=mode,
         exposure=exposure,
+        pinned=tuple(pinned),
         listed=listed,
         tools_json=tools_json,
         servers=frozenset(listing.server for listing in listings),

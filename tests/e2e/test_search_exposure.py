@@ -152,8 +152,8 @@ async def test_a_search_does_not_wait_for_a_starting_server(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
     gate = tmp_path / "gate"
-    config = write_config(
-        SEARCH
+    config = write_config(  # nothing pinned: tools/list does not wait for `late` either
+        '[settings]\nexposure = "search"\n\n'
         + server_table("alpha")
         + server_table("late", "--start-gate", str(gate))
         + "startup_timeout = 60\n"
@@ -162,7 +162,9 @@ async def test_a_search_does_not_wait_for_a_starting_server(
         async with Client(assern_env.serve(config), mode="legacy") as client:
             await client.call_tool("alpha_echo", {"text": "up"})
             with trio.fail_after(5):
+                listed = await client.list_tools()
                 found = await client.call_tool("search_tools", {"query": "echo text"})
+            assert [tool.name for tool in listed.tools] == ["search_tools", "describe_tools", "call_tool"]
             assert found.structured_content is not None
             assert found.structured_content["not_ready"] == ["late (starting)"]
             assert "Not ready yet (their tools are not searched): late (starting)." in text_of(found)

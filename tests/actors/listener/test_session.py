@@ -17,7 +17,7 @@ import pytest
 import trio
 import trio.testing
 from content import text_in
-from fake_backend import Backend, Wire, catalog, initialize_params, setup
+from fake_backend import Backend, Wire, catalog, initialize_params, setup, tool
 
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.handle import BackendHandle
@@ -25,7 +25,7 @@ from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.inproc import call_tool, inproc_client
 from assern.actors.listener.session import ClientConnection, SessionContext
-from assern.actors.router.catalog import Catalog
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog
 from assern.supervisor.cell import Cell
 
 LIMIT = 30  # a guard against a hung test, never an assertion about speed
@@ -254,6 +254,34 @@ async def test_a_list_waiting_for_starting_backends_can_be_cancelled() -> None:
         await trio.testing.wait_all_tasks_blocked()
         s.shared.settled.set()  # an uncancelled list would be answered now
         assert await s.wire.ask(2, "ping") == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+def searching(*pinned: str) -> Catalog:
+    listing = BackendListing(server="a", tools=(tool("echo"),))
+    return build_catalog([listing], exposure="search", pinned=pinned)
+
+
+@pytest.mark.parametrize("raw_lane", [False, True])
+async def test_a_list_of_the_meta_tools_alone_does_not_wait_for_starting_backends(raw_lane: bool) -> None:
+    async with serve(settled=False, raw_lane=raw_lane) as s:
+        s.shared.catalog.set(searching())
+        await s.wire.handshake()
+        with trio.fail_after(5):  # not the hour the list would wait
+            listed = await s.wire.ask(1, "tools/list")
+        names = [listed_tool["name"] for listed_tool in listed["result"]["tools"]]
+        assert names == ["search_tools", "describe_tools", "call_tool"]
+        assert not s.shared.settled.is_set()
+
+
+async def test_a_list_with_pinned_tools_waits_for_starting_backends() -> None:
+    async with serve(settled=False) as s:
+        s.shared.catalog.set(searching("a_*"))
+        await s.wire.handshake()
+        await s.wire.request(1, "tools/list")
+        await trio.testing.wait_all_tasks_blocked()
+        s.shared.settled.set()  # every backend had its first start
+        answer = await s.wire.next()
+        assert answer["id"] == 1
 
 
 async def test_a_call_waits_for_its_own_tool_to_be_listed_not_for_every_backend() -> None:
