@@ -32,6 +32,7 @@ import trio
 
 from assern.actors.listener.http.responses import (
     KEEPALIVE,
+    KEEPALIVE_EVERY,
     dumps,
     event,
     open_stream,
@@ -48,8 +49,6 @@ if TYPE_CHECKING:
 
 #: Seconds a request's answer may take before its POST is answered as an SSE stream.
 STREAM_AFTER = 0.5
-#: Seconds between keep-alive comments on a stream still waiting for its answer.
-KEEPALIVE_EVERY = 15.0
 #: What a POST waiting for its answer gets when its session ends first.
 SESSION_ENDED = dumps(
     {

@@ -52,6 +52,7 @@ from starlette.types import Receive, Send
 from assern.actors.listener.http.plain import accepts_both, is_json
 from assern.actors.listener.http.responses import (
     KEEPALIVE,
+    KEEPALIVE_EVERY,
     dumps,
     event,
     open_stream,
@@ -68,9 +69,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-#: Seconds a silent request waits before its answer is streamed, with keep-alive
-#: comments from then on (the SDK's own interval for this era).
-KEEPALIVE_EVERY = 15.0
 #: Requests the SDK's entry keeps: a listen is a stream by nature; initialize is refused.
 NOT_PLAIN = frozenset({"subscriptions/listen", "initialize"})
 _PARAM_PREFIX = MCP_PARAM_HEADER_PREFIX.lower()

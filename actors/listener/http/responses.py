@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 JSON = b"application/json"
 #: An SSE comment, which clients skip and proxies see as traffic.
 KEEPALIVE = b": ping\r\n\r\n"
+#: Seconds of silence on a stream before a keep-alive comment (the SDK's own interval).
+KEEPALIVE_EVERY = 15.0
 #: What an SSE answer carries besides its own headers: never cached, never buffered.
 SSE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-type", b"text/event-stream"),
