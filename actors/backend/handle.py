@@ -92,14 +92,15 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
         BackendUnavailable: the backend failed, is stopped, or went away mid-call.
         RpcError: the backend answered with a JSON-RPC error (or a result that is not valid).
     """
-    status = handle.status
-    if status.state is BackendState.FAILED:
+    state = handle.state  # not `status`: a snapshot built on every call
+    if state is BackendState.FAILED:
+        status = handle.status
         raise BackendUnavailable(
             handle.name, f"it failed after {status.restarts} restarts ({status.last_error})"
         )
-    if status.state is BackendState.STOPPED:
+    if state is BackendState.STOPPED:
         raise BackendUnavailable(handle.name, "it is stopped")
-    if status.state is BackendState.LAZY:
+    if state is BackendState.LAZY:
         handle.wake()
     reply: Reply[T]
     pending: Pending[T]
@@ -122,8 +123,7 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
         with msg.queued:
             return await pending.result()
     except ActorGone:
-        status = handle.status
-        raise BackendUnavailable(handle.name, status.last_exit or "it restarted") from None
+        raise BackendUnavailable(handle.name, handle.status.last_exit or "it restarted") from None
     except trio.Cancelled:
         msg.scope.cancel()
         raise
