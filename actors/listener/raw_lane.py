@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import mcp_types as types
 import structlog
 import trio
@@ -41,6 +42,52 @@ if TYPE_CHECKING:
     from assern.actors.listener.routing import Routing
 
 log = structlog.get_logger()
+
+
+@attrs.frozen
+class RawRoute:
+    """A tools/call the raw lane takes: its backend, the backend's own tool name, the
+    arguments to send, and the gate that checks its answer (None: nothing to check)."""
+
+    handle: BackendHandle
+    tool: str
+    arguments: dict[str, Any] | None
+    gate: Gate | None
+
+
+def raw_route(
+    routing: Routing, name: str, arguments: dict[str, Any] | None
+) -> RawRoute | types.CallToolResult | None:
+    """Where a call of `name` goes on the raw lane: its route, or the answer that stops
+    it (strict validation), or None when the call is the session's (an unknown or
+    refused tool, a group action or meta-tool call to explain, a gate that asks the
+    client, a backend without the raw lane now)."""
+    catalog = routing.catalog
+    if catalog.exposure == "search" and name in META_TOOLS:
+        unwrapped = unwrap_call_tool(name, arguments)
+        if unwrapped is None:
+            return None  # search_tools, describe_tools, or arguments the session explains
+        name, arguments = unwrapped
+    group = catalog.groups.get(name)
+    if group is not None:
+        chosen = group.resolve(arguments)
+        if isinstance(chosen, str):
+            return None  # the session answers what is wrong with the call
+        name, arguments = chosen[0].name, chosen[1]
+    route = catalog.tools.get(name)
+    handle = routing.shared.directory().get(route.server) if route is not None else None
+    if route is None or handle is None or not handle.lane.fast_path:
+        return None
+    gate = route.gate
+    if gate is not None:
+        if not gate.raw:
+            return None  # it waits for the client's confirmation: the session's
+        stopped = screen_arguments(gate, route.tool, route.server, route.original, arguments, routing.client)
+        if stopped is not None:
+            return stopped
+        if gate.outputs is None:
+            gate = None  # nothing to check on the way back
+    return RawRoute(handle, route.original, arguments, gate)
 
 
 class RawLane:
@@ -114,41 +161,20 @@ class RawLane:
             return False
         if meta is not None and (not isinstance(meta, dict) or PROTOCOL_VERSION_META_KEY in meta):
             return False
-        catalog = self._routing.catalog
-        if catalog.exposure == "search" and name in META_TOOLS:
-            unwrapped = unwrap_call_tool(name, arguments)
-            if unwrapped is None:
-                return False  # search_tools, describe_tools, or arguments the session explains
-            name, arguments = unwrapped
-        group = catalog.groups.get(name)
-        if group is not None:
-            chosen = group.resolve(arguments)
-            if isinstance(chosen, str):
-                return False  # the session answers what is wrong with the call
-            name, arguments = chosen[0].name, chosen[1]
-        route = catalog.tools.get(name)
-        handle = self.shared.directory().get(route.server) if route is not None else None
-        if route is None or handle is None or not handle.lane.fast_path or request_id in self._forwarded:
-            return False
         token = meta.get("progressToken") if meta else None
-        if token is not None and not isinstance(token, str | int):
+        if (token is not None and not isinstance(token, str | int)) or request_id in self._forwarded:
             return False
-        gate = route.gate
-        if gate is not None:
-            if not gate.raw:
-                return False  # it waits for the client's confirmation: the session's
-            stopped = screen_arguments(
-                gate, route.tool, route.server, route.original, arguments, self._routing.client
-            )
-            if stopped is not None:
-                self.write(framing.result(request_id, dump_result(stopped)))
-                return True
-            if gate.outputs is None:
-                gate = None  # nothing to check on the way back
+        taken = raw_route(self._routing, name, arguments)
+        if taken is None:
+            return False
+        if isinstance(taken, types.CallToolResult):  # stopped by strict validation
+            self.write(framing.result(request_id, dump_result(taken)))
+            return True
+        handle, original, arguments, gate = taken.handle, taken.tool, taken.arguments, taken.gate
         backend_meta = end_to_end_meta(meta)
-        reply = RawReply(self, request_id, token, handle.name, gate, route.original)
+        reply = RawReply(self, request_id, token, handle.name, gate, original)
         spliced = handle.lane.splice(
-            route.original,
+            original,
             arguments,
             reply,
             origin=self._raw_origin(),
@@ -164,7 +190,7 @@ class RawLane:
         self._nursery.start_soon(
             self._forward_call,
             request_id,
-            route.original,
+            original,
             handle,
             arguments,
             backend_meta,
