@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from mcp_types import SubscriptionsListenRequestParams
 
     from assern.actors.listener.jsonl import SendRaw
+    from assern.actors.listener.modern_lane import ModernLane
     from assern.actors.listener.protocol import Handler, Method
     from assern.supervisor.io.reader import LineReader
 
@@ -241,6 +242,9 @@ class ModernServer:
         self.events = BusEvents(bus)
         self.round_trips = RoundTrips(nursery)
         self.server = build_server(methods, shared, bus, subscribe, self.round_trips, input_schema)
+        #: the raw lane for the tool calls the HTTP front answers itself (set by the
+        #: connection that hosts this server for HTTP; modern_lane.py)
+        self.lane: ModernLane | None = None
 
     def initialization_options(self) -> InitializationOptions:
         return self.server.create_initialization_options(

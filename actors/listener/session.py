@@ -160,6 +160,7 @@ class ClientConnection:
         (over HTTP) rather than as lines: report its `ModernServer` through
         `task_status`, then follow the catalog for it until cancelled."""
         from assern.actors.listener.modern import ModernServer
+        from assern.actors.listener.modern_lane import ModernLane
 
         with structlog.contextvars.bound_contextvars(client=self.client_id):
             log.info("client_connected", client_name=client_name)
@@ -176,6 +177,7 @@ class ClientConnection:
                         nursery,
                         self.input_schema,
                     )
+                    modern.lane = ModernLane(self.routing, self._origin, modern.round_trips)
                     self._events = modern.events
                     task_status.started(modern)
                     await trio.sleep_forever()

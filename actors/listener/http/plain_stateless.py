@@ -34,7 +34,7 @@ import structlog
 import trio
 from mcp.server.connection import Connection
 from mcp.server.runner import modern_error_data, serve_one
-from mcp.shared.exceptions import NoBackChannelError
+from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp.shared.inbound import (
     ERROR_CODE_HTTP_STATUS,
     MCP_PARAM_HEADER_PREFIX,
@@ -44,11 +44,21 @@ from mcp.shared.inbound import (
     validate_mcp_param_headers,
 )
 from mcp.shared.transport_context import TransportContext
-from mcp_types import HEADER_MISMATCH, ErrorData, JSONRPCRequest, RequestId
+from mcp_types import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    SERVER_INFO_META_KEY,
+    ErrorData,
+    JSONRPCRequest,
+    RequestId,
+)
+from mcp_types.methods import serialize_server_result, validate_client_request
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.types import Receive, Send
 
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.jsonrpc.sdk import to_sdk
 from assern.actors.listener.http.plain import accepts_both, is_json
 from assern.actors.listener.http.responses import (
     KEEPALIVE,
@@ -66,6 +76,8 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel.server import Server
     from mcp.shared.dispatcher import CallOptions
     from starlette.types import Scope
+
+    from assern.actors.listener.modern_lane import ModernLane
 
 log = structlog.get_logger()
 
@@ -98,8 +110,11 @@ async def answer(
     scope: Scope,
     receive: Receive,
     send: Send,
+    *,
+    lane: ModernLane | None = None,
 ) -> None:
-    """Serve `request` (`message` as decoded) with `server` and answer its POST."""
+    """Serve `request` (`message` as decoded) with `server` and answer its POST; a tool
+    call that `lane` takes goes to its backend raw (modern_lane.py)."""
     raw = Headers(scope=scope)
     duplicated = find_duplicated_routing_header(raw.items())
     if duplicated is not None:
@@ -114,9 +129,6 @@ async def answer(
     if rejection is not None:
         await _reject(send, request.id, rejection)
         return
-    connection = Connection.from_envelope(
-        verdict.protocol_version, verdict.client_info, verdict.client_capabilities
-    )
     exchange = Exchange(
         transport=TransportContext(kind="streamable-http", can_send_request=False, headers=raw),
         request_id=request.id,
@@ -126,14 +138,21 @@ async def answer(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(exchange.watch, receive, left)
             try:
-                result = await serve_one(
-                    server,
-                    exchange,
-                    request.method,
-                    request.params,
-                    connection=connection,
-                    lifespan_state=lifespan_state,
-                )
+                result = None
+                if lane is not None and request.method == "tools/call":
+                    result = await _raw_call(lane, server, verdict.protocol_version, request)
+                if result is None:
+                    connection = Connection.from_envelope(
+                        verdict.protocol_version, verdict.client_info, verdict.client_capabilities
+                    )
+                    result = await serve_one(
+                        server,
+                        exchange,
+                        request.method,
+                        request.params,
+                        connection=connection,
+                        lifespan_state=lifespan_state,
+                    )
                 reply: dict[str, Any] = {"jsonrpc": "2.0", "id": request.id, "result": result}
                 status = 200
             except Exception as exc:
@@ -142,6 +161,44 @@ async def answer(
                 status = ERROR_CODE_HTTP_STATUS.get(error.code, 200)
             await exchange.finish(status, dumps(reply))
             nursery.cancel_scope.cancel()
+
+
+async def _raw_call(
+    lane: ModernLane, server: Server[Any], version: str, request: JSONRPCRequest
+) -> dict[str, Any] | None:
+    """A tool call through `lane`, its result shaped as the SDK's server shapes one
+    (the version's result surface, `resultType`, the `serverInfo` stamp); None when
+    the lane leaves the call to the SDK's server (an invalid request included: the
+    server says what is wrong with it).
+
+    Raises:
+        MCPError: the call failed, as the SDK's server would report it.
+    """
+    try:
+        validate_client_request(request.method, version, request.params)
+    except (ValidationError, KeyError, ValueError):
+        return None
+    try:
+        answer = await lane.call(request.id, request.params)
+    except RpcError as exc:
+        raise to_sdk(exc) from None
+    if answer is None:
+        return None
+    if isinstance(answer, dict):  # a backend's result: complete, in the SDK's words
+        dumped = answer if "resultType" in answer else {**answer, "resultType": "complete"}
+    else:
+        dumped = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    try:
+        shaped = serialize_server_result(request.method, version, dumped)
+    except ValidationError:
+        log.warning("raw_result_invalid", tool=(request.params or {}).get("name"))
+        raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result") from None
+    meta = shaped.get("_meta")
+    if meta is None:
+        shaped["_meta"] = {SERVER_INFO_META_KEY: server.server_info_stamp}
+    elif isinstance(meta, dict) and meta.get(SERVER_INFO_META_KEY) is None:
+        shaped["_meta"] = {**meta, SERVER_INFO_META_KEY: server.server_info_stamp}
+    return shaped
 
 
 @attrs.define(eq=False)

@@ -24,6 +24,7 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
 from assern.actors.listener.http import plain_stateless
+from assern.actors.listener.modern_lane import ModernLane
 
 if TYPE_CHECKING:
     from mcp_types import JSONRPCRequest
@@ -47,6 +48,8 @@ class Hosted:
     server: Server[Any]
     manager: StreamableHTTPSessionManager
     cancel: trio.CancelScope
+    #: the raw lane of its tool calls (modern_lane.py)
+    lane: ModernLane | None = None
     #: what the server's lifespan gives its handlers: the SDK's default, an empty dict
     lifespan_state: dict[str, Any] = attrs.field(factory=dict)
     in_flight: int = 0
@@ -96,7 +99,14 @@ class StatelessClients:
             else:
                 request, message = plain
                 await plain_stateless.answer(
-                    hosted.server, hosted.lifespan_state, request, message, scope, receive, send
+                    hosted.server,
+                    hosted.lifespan_state,
+                    request,
+                    message,
+                    scope,
+                    receive,
+                    send,
+                    lane=hosted.lane,
                 )
         finally:
             hosted.in_flight -= 1
@@ -129,7 +139,11 @@ class StatelessClients:
                     modern.server, stateless=True, max_request_body_size=self._max_body()
                 )
                 hosted = Hosted(
-                    server=modern.server, manager=manager, cancel=cancel, last_used=trio.current_time()
+                    server=modern.server,
+                    manager=manager,
+                    cancel=cancel,
+                    lane=modern.lane,
+                    last_used=trio.current_time(),
                 )
                 try:
                     async with manager.run():

@@ -17,6 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.shared.exceptions import MCPError
 from mcp.shared.transport_context import TransportContext
 
+from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.http import plain_stateless, responses
 
 BOTH = "application/json, text/event-stream"
@@ -173,10 +174,12 @@ class Post:
             return json.loads(self.body_sent.split(b"data: ")[-1])
         return json.loads(self.body_sent)
 
-    async def plain(self, app: Server[Any]) -> None:
+    async def plain(self, app: Server[Any], lane: Any = None) -> None:
         request = plain_stateless.plain_request(dict(self.headers), self.message)
         assert request is not None, "the case is meant to take the plain way"
-        await plain_stateless.answer(app, {}, request, self.message, self.scope(), self.receive, self.send)
+        await plain_stateless.answer(
+            app, {}, request, self.message, self.scope(), self.receive, self.send, lane=lane
+        )
 
     async def sdk(self, app: Server[Any]) -> None:
         manager = StreamableHTTPSessionManager(app, stateless=True)
@@ -233,6 +236,83 @@ async def test_a_repeated_routing_header_is_refused_as_the_sdk_refuses_it() -> N
     assert ours.status == theirs.status == 400
     assert ours.answer() == theirs.answer()
     assert "appears more than once" in ours.answer()["error"]["message"]
+
+
+# ------------------------------------------------- the raw lane's answers
+
+
+class Lane:
+    """A 2026-07-28 connection's raw lane (modern_lane.py) with a set answer."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+        self.calls: list[tuple[Any, Any]] = []
+
+    async def call(self, request_id: Any, params: Any) -> Any:
+        self.calls.append((request_id, params))
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+ROUND = types.InputRequiredResult(
+    input_requests={
+        "r1": types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(text="hi"))],
+                max_tokens=10,
+            )
+        )
+    },
+    request_state="assern.abc",
+)
+
+
+@pytest.mark.parametrize(
+    ("raw", "model"),
+    [
+        pytest.param(
+            {"content": [{"type": "text", "text": "hi"}], "isError": False, "structuredContent": {"n": 1}},
+            types.CallToolResult(content=[types.TextContent(text="hi")], structured_content={"n": 1}),
+            id="a backend's result",
+        ),
+        pytest.param(
+            {"content": [{"type": "text", "text": "no"}], "isError": True, "_meta": {"k": "v"}},
+            types.CallToolResult(content=[types.TextContent(text="no")], is_error=True, _meta={"k": "v"}),
+            id="a tool error with its own _meta",
+        ),
+        pytest.param(ROUND, ROUND, id="an input round"),
+        pytest.param(
+            RpcError(types.INVALID_PARAMS, "bad", {"why": "x"}),
+            MCPError(code=types.INVALID_PARAMS, message="bad", data={"why": "x"}),
+            id="an error",
+        ),
+    ],
+)
+async def test_a_raw_call_is_answered_as_the_sdk_entry_answers_its_result(raw: Any, model: Any) -> None:
+    async def handler(ctx: Any, params: Any) -> Any:
+        if isinstance(model, Exception):
+            raise model
+        return model
+
+    message = call("echo", text="hi")
+    ours, theirs = Post(message, headers_for(message)), Post(message, headers_for(message))
+    lane = Lane(raw)
+    await ours.plain(server(), lane)
+    await theirs.sdk(server(handler))
+    assert lane.calls == [(1, message["params"])]
+    assert (ours.status, ours.content_type) == (theirs.status, theirs.content_type)
+    assert ours.answer() == theirs.answer()
+
+
+async def test_a_call_the_lane_leaves_goes_to_the_sdk_server() -> None:
+    message = call("echo", text="hi")
+    ours, theirs = Post(message, headers_for(message)), Post(message, headers_for(message))
+    lane = Lane(None)
+    await ours.plain(server(), lane)
+    await theirs.sdk(server())
+    assert len(lane.calls) == 1
+    assert ours.answer() == theirs.answer()
 
 
 # ------------------------------------------------------------ slow requests

@@ -88,7 +88,7 @@ async def test_a_request_arriving_while_its_client_is_hosted_waits_for_the_runni
 
     async def host(name: str | None, *, task_status: trio.TaskStatus[Any]) -> None:
         hosted.append(name)
-        task_status.started(SimpleNamespace(server=Server("fake", lifespan=slow_start)))
+        task_status.started(SimpleNamespace(server=Server("fake", lifespan=slow_start), lane=None))
         await trio.sleep_forever()
 
     clients = StatelessClients(host, idle_timeout=lambda: 60.0, max_body=lambda: 1 << 20)

@@ -1,0 +1,147 @@
+"""The raw lane for a 2026-07-28 tool call: the call's JSON forwarded to its backend.
+
+A handshake-era call takes the raw lane (raw_lane.py): the backend gets the call as
+it came and its answer goes back as it was written, with no models in between. A
+2026-07-28 call answered by the HTTP front (plain_stateless.py) went through the SDK's
+server instead: its params validated into a model, assern's handler, the backend
+client's result model, then the SDK's shaping of that model, several validations of
+the same JSON on one call. `ModernLane.call` takes such a call the raw way when
+`raw_route` says it may (a known tool of a backend that offers the raw lane, a gate
+that needs no question to the client) and the request is a first one (no
+`inputResponses`, no `requestState`):
+
+- the call runs as a `RoundTrips` flight, so a backend that asks the client something
+  during it (sampling, elicitation, roots) is answered through `input_required`
+  rounds as on the SDK path, and the client's retry resumes the same flight there;
+- the backend's answer comes back as the JSON it wrote (`ForwardCall`), checked
+  against the tool's outputSchema when a gate asks for it.
+
+Anything else is declined (None) and served by the SDK's server as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import mcp_types as types
+import trio
+
+from assern.actors.backend import messages as msgs
+from assern.actors.backend.handle import request
+from assern.actors.gate.gate import screen_result
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.listener.context import RequestContext, end_to_end_meta, to_rpc_error
+from assern.actors.listener.raw_lane import RawRoute, dump_result, raw_route
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from assern.actors.backend.messages import Origin
+    from assern.actors.listener.context import Peer, RequestId
+    from assern.actors.listener.round_trips import RoundTrips
+    from assern.actors.listener.routing import Routing
+
+#: The fields of a retry: a request with either belongs to a flight of the SDK path.
+ROUND_FIELDS = ("inputResponses", "requestState")
+
+
+@attrs.frozen
+class RawParams:
+    """A raw call's params as a flight keeps them: validated into the request's model
+    only if the flight is parked (what its retry must repeat, round_trips.py)."""
+
+    raw: Mapping[str, Any]
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        model = types.CallToolRequestParams.model_validate(self.raw, by_name=False)
+        return model.model_dump(**options)
+
+
+@attrs.frozen
+class NoClient:
+    """The client of a raw call outside its rounds: nothing to send it progress on
+    (a plain request asked for none), and asks go through the flight's rounds."""
+
+    async def progress(
+        self, token: str | int, progress: float, total: float | None, message: str | None
+    ) -> None:
+        return
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        raise RpcError(types.INVALID_REQUEST, f"{method}: a 2026-07-28 client is asked through rounds")
+
+
+class ModernLane:
+    """The raw lane of one 2026-07-28 connection.
+
+    Args:
+        routing: Lookups over the connection's view of the catalog and the backends.
+        origin: The client as the origin of a backend call (its asks, as `peer` makes them).
+        round_trips: The connection's calls that may need input rounds.
+    """
+
+    def __init__(self, routing: Routing, origin: Callable[[Peer], Origin], round_trips: RoundTrips) -> None:
+        self._routing = routing
+        self._origin = origin
+        self._round_trips = round_trips
+
+    async def call(
+        self, request_id: RequestId, params: Mapping[str, Any] | None
+    ) -> dict[str, Any] | types.InputRequiredResult | None:
+        """Serve a first `tools/call` request raw: the backend's result as JSON, or the
+        first `input_required` round; None when the call is the SDK path's.
+
+        Raises:
+            RpcError: the call failed (its backend is unavailable, or answered an error).
+        """
+        if not isinstance(params, Mapping) or any(field in params for field in ROUND_FIELDS):
+            return None
+        name, arguments, meta = params.get("name"), params.get("arguments"), params.get("_meta")
+        if not isinstance(name, str) or not isinstance(arguments, dict | None):
+            return None
+        if meta is not None and (not isinstance(meta, dict) or meta.get("progressToken") is not None):
+            return None
+        taken = raw_route(self._routing, name, arguments)
+        if taken is None:
+            return None
+        if isinstance(taken, types.CallToolResult):  # stopped by strict validation
+            return dump_result(taken)
+        forward = partial(self._forward, taken, end_to_end_meta(meta))
+        context = RequestContext(request_id=request_id, peer=NoClient(), input_rounds=True)
+        answer: dict[str, Any] | types.InputRequiredResult = await self._round_trips.start(
+            "tools/call", forward, context, RawParams(params), None
+        )
+        return answer
+
+    async def _forward(
+        self, call: RawRoute, meta: dict[str, Any] | None, ctx: RequestContext, params: RawParams
+    ) -> dict[str, Any]:
+        """The call at its backend, in its flight (`ctx.peer` turns asks into rounds)."""
+        handle = call.handle
+        origin = self._origin(ctx.peer)
+        started = trio.current_time()
+        try:
+            result: dict[str, Any] = await request(
+                handle,
+                lambda reply: msgs.ForwardCall(
+                    name=call.tool,
+                    arguments=call.arguments,
+                    meta=meta,
+                    request_id=ctx.request_id,
+                    origin=origin,
+                    reply=reply,
+                ),
+            )
+        except Exception as exc:
+            self._routing.record_call(handle.name, started, call.tool, "error")
+            raise to_rpc_error(exc) from None
+        outcome = "tool_error" if result.get("isError") is True else "ok"
+        self._routing.record_call(handle.name, started, call.tool, outcome)
+        if call.gate is not None:
+            replaced = screen_result(call.gate, handle.name, call.tool, result)
+            if replaced is not None:
+                return dump_result(replaced)
+        return result

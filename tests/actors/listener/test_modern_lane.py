@@ -1,0 +1,125 @@
+"""The raw lane of a 2026-07-28 connection (modern_lane.py): which tool calls it takes,
+what it answers, and a backend's question during a call as input rounds."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import mcp_types as types
+import pytest
+import trio
+import trio.testing
+from fake_backend import Setup, setup
+
+from assern.actors.jsonrpc.errors import RpcError
+from assern.actors.listener.context import RequestContext
+from assern.actors.listener.modern import ModernServer
+from assern.actors.listener.modern_lane import ModernLane, NoClient
+from assern.actors.listener.session import ClientConnection
+
+
+@attrs.frozen
+class Hosted:
+    parts: Setup
+    modern: ModernServer
+
+    @property
+    def lane(self) -> ModernLane:
+        assert self.modern.lane is not None
+        return self.modern.lane
+
+
+@contextlib.asynccontextmanager
+async def hosted(*, raw_lane: bool = True) -> AsyncIterator[Hosted]:
+    """A 2026-07-28 connection hosted as the HTTP front hosts one, on a fake backend."""
+    parts = setup("echo", "block", "sample", "fail", raw_lane=raw_lane)
+    connection = ClientConnection("http-1", parts.shared)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(parts.backend.run)
+        modern: ModernServer = await nursery.start(connection.host_modern, "agent")
+        yield Hosted(parts, modern)
+        nursery.cancel_scope.cancel()
+
+
+def call(name: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": {"text": "here"}, **fields}
+
+
+async def test_a_call_goes_raw_and_its_answer_is_the_backends_json() -> None:
+    async with hosted() as h:
+        answer = await h.lane.call(1, call("a_echo"))
+        assert isinstance(answer, dict)  # as the backend wrote it
+        assert answer["content"] == [{"type": "text", "text": "here"}]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        call("a_echo", requestState="assern.abc"),  # a retry: its flight is the SDK path's
+        call("a_echo", inputResponses={}),
+        call("a_echo", _meta={"progressToken": 1}),  # progress goes on its own stream
+        call("a_nope"),  # unknown: the SDK path says so
+        {"name": "a_echo", "arguments": ["not", "an", "object"]},
+        {"name": 3},
+        None,
+    ],
+)
+async def test_what_the_lane_leaves_to_the_sdk_path(params: Any) -> None:
+    async with hosted() as h:
+        assert await h.lane.call(1, params) is None
+
+
+async def test_a_backend_without_the_raw_lane_is_left_to_the_sdk_path() -> None:
+    async with hosted(raw_lane=False) as h:
+        assert await h.lane.call(1, call("a_echo")) is None
+
+
+async def test_a_backends_error_is_the_calls_error() -> None:
+    async with hosted() as h:
+        with pytest.raises(RpcError, match="it broke"):
+            await h.lane.call(1, call("a_fail"))
+
+
+async def test_a_backends_question_is_an_input_round_and_the_retry_resumes_the_call() -> None:
+    async with hosted() as h:
+        params = {"name": "a_sample", "arguments": {"prompt": "haiku"}}
+        first = await h.lane.call(1, params)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state is not None
+        [(key, asked)] = (first.input_requests or {}).items()
+        assert asked.method == "sampling/createMessage"
+        assert h.modern.round_trips.parked == 1
+        # The client's retry comes through the SDK's server, with the request's model.
+        sampled = {"role": "assistant", "content": {"type": "text", "text": "sampled!"}, "model": "m"}
+        retry = types.CallToolRequestParams.model_validate(
+            {**params, "inputResponses": {key: sampled}, "requestState": first.request_state}
+        )
+        context = RequestContext(request_id=2, peer=NoClient(), input_rounds=True)
+        final = await h.modern.round_trips.resume("tools/call", context, retry, None)
+        assert final["content"] == [{"type": "text", "text": "sampled!"}]
+        assert h.modern.round_trips.parked == 0
+
+
+async def test_a_retry_of_another_request_is_refused() -> None:
+    async with hosted() as h:
+        first = await h.lane.call(1, {"name": "a_sample", "arguments": {"prompt": "haiku"}})
+        assert isinstance(first, types.InputRequiredResult)
+        other = types.CallToolRequestParams.model_validate(
+            {"name": "a_sample", "arguments": {"prompt": "other"}, "requestState": first.request_state}
+        )
+        context = RequestContext(request_id=2, peer=NoClient(), input_rounds=True)
+        with pytest.raises(RpcError, match="requestState belongs to another request"):
+            await h.modern.round_trips.resume("tools/call", context, other, None)
+
+
+async def test_a_cancelled_call_is_cancelled_at_the_backend() -> None:
+    async with hosted() as h:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.lane.call, 1, call("a_block"))
+            await h.parts.backend.started.wait()
+            nursery.cancel_scope.cancel()
+        with trio.fail_after(5):
+            await h.parts.backend.cancelled.wait()
