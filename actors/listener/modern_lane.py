@@ -13,8 +13,10 @@ that needs no question to the client) and the request is a first one (no
 - the call runs as a `RoundTrips` flight, so a backend that asks the client something
   during it (sampling, elicitation, roots) is answered through `input_required`
   rounds as on the SDK path, and the client's retry resumes the same flight there;
-- the backend's answer comes back as the JSON it wrote (`ForwardCall`), checked
-  against the tool's outputSchema when a gate asks for it.
+- the call is written to the backend's stdin as the handshake era's raw lane writes
+  one (splice.py; through its mailbox, `ForwardCall`, while it is not ready), and its
+  answer comes back as the JSON it wrote, checked against the tool's outputSchema
+  when a gate asks for it.
 
 Anything else is declined (None) and served by the SDK's server as before.
 """
@@ -30,6 +32,7 @@ import mcp_types as types
 import trio
 
 from assern.actors.backend import messages as msgs
+from assern.actors.backend.forward import error_of
 from assern.actors.backend.handle import request
 from assern.actors.gate.gate import screen_result
 from assern.actors.jsonrpc.errors import RpcError
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from assern.actors.backend.messages import Origin
+    from assern.actors.backend.splice import Describe
     from assern.actors.listener.context import Peer, RequestId
     from assern.actors.listener.round_trips import RoundTrips
     from assern.actors.listener.routing import Routing
@@ -72,6 +76,45 @@ class NoClient:
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         raise RpcError(types.INVALID_REQUEST, f"{method}: a 2026-07-28 client is asked through rounds")
+
+
+class Answer:
+    """A spliced call's answer as the flight waits for it (splice.CallReply): every
+    callback runs synchronously in a backend task and only records and wakes."""
+
+    __slots__ = ("_describe", "_error", "_result", "done")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self._result: Any = None
+        self._error: Exception | None = None
+        self._describe: Describe | None = None
+
+    def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
+        if "result" in message:
+            self._result = message["result"]
+        else:
+            self._error = error_of(message)
+        self.done.set()
+
+    def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
+        return  # none was asked for
+
+    def failed(self, error: Exception) -> None:
+        self._error = error
+        self.done.set()
+
+    def lost(self, describe: Describe) -> None:
+        self._describe = describe
+        self.done.set()
+
+    async def result(self) -> Any:
+        """The result, once `done`; raises the call's error (why a lost backend went)."""
+        if self._describe is not None:
+            raise await self._describe()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 class ModernLane:
@@ -118,29 +161,49 @@ class ModernLane:
 
     async def _forward(
         self, call: RawRoute, meta: dict[str, Any] | None, ctx: RequestContext, params: RawParams
-    ) -> dict[str, Any]:
-        """The call at its backend, in its flight (`ctx.peer` turns asks into rounds)."""
+    ) -> Any:
+        """The call at its backend, in its flight (`ctx.peer` turns asks into rounds):
+        written to its stdin when it is ready (splice.py), else through its mailbox.
+        The answer is the backend's `result` as it wrote it."""
         handle = call.handle
         origin = self._origin(ctx.peer)
         started = trio.current_time()
+        answer = Answer()
+        spliced = handle.lane.splice(
+            call.tool,
+            call.arguments,
+            answer,
+            origin=origin,
+            request_id=ctx.request_id,
+            progress=False,
+            meta=meta,
+        )
         try:
-            result: dict[str, Any] = await request(
-                handle,
-                lambda reply: msgs.ForwardCall(
-                    name=call.tool,
-                    arguments=call.arguments,
-                    meta=meta,
-                    request_id=ctx.request_id,
-                    origin=origin,
-                    reply=reply,
-                ),
-            )
+            if spliced is None:  # not ready, or its stdin is backed up: the mailbox waits for it
+                result: Any = await request(
+                    handle,
+                    lambda reply: msgs.ForwardCall(
+                        name=call.tool,
+                        arguments=call.arguments,
+                        meta=meta,
+                        request_id=ctx.request_id,
+                        origin=origin,
+                        reply=reply,
+                    ),
+                )
+            else:
+                try:
+                    await answer.done.wait()
+                except trio.Cancelled:
+                    spliced.cancel()
+                    raise
+                result = await answer.result()
         except Exception as exc:
             self._routing.record_call(handle.name, started, call.tool, "error")
             raise to_rpc_error(exc) from None
-        outcome = "tool_error" if result.get("isError") is True else "ok"
+        outcome = "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
         self._routing.record_call(handle.name, started, call.tool, outcome)
-        if call.gate is not None:
+        if call.gate is not None and isinstance(result, dict):
             replaced = screen_result(call.gate, handle.name, call.tool, result)
             if replaced is not None:
                 return dump_result(replaced)

@@ -4,7 +4,7 @@ what it answers, and a backend's question during a call as input rounds."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import attrs
@@ -123,3 +123,137 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend() -> None:
             nursery.cancel_scope.cancel()
         with trio.fail_after(5):
             await h.parts.backend.cancelled.wait()
+
+
+# ---------------------------------------------------------------- spliced
+
+
+class Spliced:
+    """A call written to the fake backend's stdin: the test answers it through `reply`."""
+
+    def __init__(self, reply: Any, origin: Any) -> None:
+        self.reply = reply
+        self.origin = origin
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Stdin:
+    """The fake backend's splice lane (`SpliceLane.splice`): every call is taken."""
+
+    def __init__(self) -> None:
+        self.calls: list[Spliced] = []
+        self.wrote = trio.Event()
+
+    def __call__(self, name: str, arguments: Any, reply: Any, **options: Any) -> Spliced:
+        spliced = Spliced(reply, options["origin"])
+        self.calls.append(spliced)
+        self.wrote.set()
+        return spliced
+
+
+@contextlib.asynccontextmanager
+async def spliced() -> AsyncIterator[tuple[Hosted, Stdin]]:
+    async with hosted() as h:
+        stdin = Stdin()
+        view: Any = h.parts.shared.directory()["a"].view  # the fake's SimpleNamespace
+        view.splice = stdin
+        yield h, stdin
+
+
+async def test_a_spliced_call_is_answered_with_the_backends_result() -> None:
+    async with spliced() as (h, stdin), trio.open_nursery() as nursery:
+        answers: list[Any] = []
+
+        async def calling() -> None:
+            answers.append(await h.lane.call(1, call("a_echo")))
+
+        nursery.start_soon(calling)
+        await stdin.wrote.wait()
+        result = {"content": [{"type": "text", "text": "raw"}]}
+        stdin.calls[0].reply.answered({"jsonrpc": "2.0", "id": "b1", "result": result}, b"", "b1")
+    assert answers == [result]
+
+
+async def gone() -> Exception:
+    return RuntimeError("the backend exited (code 3)")
+
+
+@pytest.mark.parametrize(
+    ("end", "expected"),
+    [
+        pytest.param(
+            lambda reply: reply.answered({"error": {"code": -32000, "message": "it broke"}}, b"", "b1"),
+            "it broke",
+            id="an error answer",
+        ),
+        pytest.param(lambda reply: reply.lost(gone), "exited", id="the backend went away"),
+        pytest.param(
+            lambda reply: reply.failed(RpcError(-32001, "did not answer within 1 s")),
+            "did not answer",
+            id="past its timeout",
+        ),
+    ],
+)
+async def test_a_spliced_calls_error_lost_backend_and_timeout_are_its_errors(
+    end: Callable[[Any], None], expected: str
+) -> None:
+    async with spliced() as (h, stdin), trio.open_nursery() as nursery:
+        failures: list[str] = []
+
+        async def calling() -> None:
+            with pytest.raises(RpcError) as caught:
+                await h.lane.call(1, call("a_echo"))
+            failures.append(caught.value.message)
+
+        nursery.start_soon(calling)
+        await stdin.wrote.wait()
+        end(stdin.calls[0].reply)
+    assert expected in failures[0]
+
+
+async def test_a_cancelled_spliced_call_is_cancelled_at_the_backend() -> None:
+    async with spliced() as (h, stdin):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(h.lane.call, 1, call("a_echo"))
+            await stdin.wrote.wait()
+            nursery.cancel_scope.cancel()
+        await trio.testing.wait_all_tasks_blocked()  # the flight hears of it in its own task
+        assert stdin.calls[0].cancelled
+
+
+async def test_a_spliced_backends_question_is_an_input_round() -> None:
+    async with spliced() as (h, stdin), trio.open_nursery() as nursery:
+        params = {"name": "a_echo", "arguments": {"text": "x"}}
+        rounds: list[Any] = []
+        answered = trio.Event()
+
+        async def calling() -> None:
+            rounds.append(await h.lane.call(1, params))
+            answered.set()
+
+        nursery.start_soon(calling)
+        await stdin.wrote.wait()
+        backend = stdin.calls[0]
+        asked: list[dict[str, Any]] = []
+
+        async def backend_asks() -> None:
+            asked.append(await backend.origin.ask("roots/list", None))
+            backend.reply.answered({"result": {"content": [{"type": "text", "text": "rooted"}]}}, b"", "b1")
+
+        nursery.start_soon(backend_asks)
+        with trio.fail_after(5):
+            await answered.wait()
+        [first] = rounds
+        assert isinstance(first, types.InputRequiredResult)
+        [(key, request)] = (first.input_requests or {}).items()
+        assert request.method == "roots/list"
+        retry = types.CallToolRequestParams.model_validate(
+            {**params, "inputResponses": {key: {"roots": []}}, "requestState": first.request_state}
+        )
+        context = RequestContext(request_id=2, peer=NoClient(), input_rounds=True)
+        final = await h.modern.round_trips.resume("tools/call", context, retry, None)
+        assert final == {"content": [{"type": "text", "text": "rooted"}]}
+        assert asked == [{"roots": []}]
