@@ -15,8 +15,8 @@ that needs no question to the client) and the request is a first one (no
   rounds as on the SDK path, and the client's retry resumes the same flight there;
 - the call is written to the backend's stdin as the handshake era's raw lane writes
   one (splice.py; through its mailbox, `ForwardCall`, while it is not ready), and its
-  answer comes back as the JSON it wrote, checked against the tool's outputSchema
-  when a gate asks for it.
+  answer comes back as the JSON it wrote (with the `resultType` of its era), checked
+  against the tool's outputSchema when a gate asks for it.
 
 Anything else is declined (None) and served by the SDK's server as before.
 """
@@ -50,6 +50,13 @@ if TYPE_CHECKING:
 
 #: The fields of a retry: a request with either belongs to a flight of the SDK path.
 ROUND_FIELDS = ("inputResponses", "requestState")
+
+
+def complete(result: dict[str, Any]) -> dict[str, Any]:
+    """A backend's result as a 2026-07-28 one: `resultType` "complete" unless it says
+    otherwise. The SDK's server requires it of what a handler returns, which the
+    result of a flight resumed through it is (round_trips.py)."""
+    return result if "resultType" in result else {**result, "resultType": "complete"}
 
 
 @attrs.frozen
@@ -151,7 +158,7 @@ class ModernLane:
         if taken is None:
             return None
         if isinstance(taken, types.CallToolResult):  # stopped by strict validation
-            return dump_result(taken)
+            return complete(dump_result(taken))
         forward = partial(self._forward, taken, end_to_end_meta(meta))
         context = RequestContext(request_id=request_id, peer=NoClient(), input_rounds=True)
         answer: dict[str, Any] | types.InputRequiredResult = await self._round_trips.start(
@@ -206,5 +213,5 @@ class ModernLane:
         if call.gate is not None and isinstance(result, dict):
             replaced = screen_result(call.gate, handle.name, call.tool, result)
             if replaced is not None:
-                return dump_result(replaced)
-        return result
+                return complete(dump_result(replaced))
+        return complete(result) if isinstance(result, dict) else result

@@ -104,6 +104,9 @@ async def test_sampling_reaches_a_stateless_client_as_input_rounds(
         ):
             result = await client.call_tool("alpha_ask_sampling", {"prompt": "hi"})
             assert text_in(result.content[0]) == "sampled: hi"
+            # Once the backend is listed a call takes the raw lane: its round too.
+            again = await client.call_tool("alpha_ask_sampling", {"prompt": "again"})
+            assert text_in(again.content[0]) == "sampled: again"
 
 
 async def test_a_client_that_hangs_up_mid_call_gets_the_backend_call_cancelled(

@@ -49,6 +49,7 @@ from mcp_types import (
     INTERNAL_ERROR,
     SERVER_INFO_META_KEY,
     ErrorData,
+    InputRequiredResult,
     JSONRPCRequest,
     RequestId,
 )
@@ -184,10 +185,12 @@ async def _raw_call(
         raise to_sdk(exc) from None
     if answer is None:
         return None
-    if isinstance(answer, dict):  # a backend's result: complete, in the SDK's words
-        dumped = answer if "resultType" in answer else {**answer, "resultType": "complete"}
-    else:
+    if isinstance(answer, dict):
+        dumped = answer
+    elif isinstance(answer, InputRequiredResult):
         dumped = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+    else:  # a backend's result that is not an object
+        raise MCPError(code=INTERNAL_ERROR, message="Handler returned an invalid result")
     try:
         shaped = serialize_server_result(request.method, version, dumped)
     except ValidationError:

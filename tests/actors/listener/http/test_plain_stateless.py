@@ -272,12 +272,22 @@ ROUND = types.InputRequiredResult(
     ("raw", "model"),
     [
         pytest.param(
-            {"content": [{"type": "text", "text": "hi"}], "isError": False, "structuredContent": {"n": 1}},
+            {
+                "content": [{"type": "text", "text": "hi"}],
+                "isError": False,
+                "structuredContent": {"n": 1},
+                "resultType": "complete",
+            },
             types.CallToolResult(content=[types.TextContent(text="hi")], structured_content={"n": 1}),
             id="a backend's result",
         ),
         pytest.param(
-            {"content": [{"type": "text", "text": "no"}], "isError": True, "_meta": {"k": "v"}},
+            {
+                "content": [{"type": "text", "text": "no"}],
+                "isError": True,
+                "_meta": {"k": "v"},
+                "resultType": "complete",
+            },
             types.CallToolResult(content=[types.TextContent(text="no")], is_error=True, _meta={"k": "v"}),
             id="a tool error with its own _meta",
         ),
@@ -303,6 +313,14 @@ async def test_a_raw_call_is_answered_as_the_sdk_entry_answers_its_result(raw: A
     assert lane.calls == [(1, message["params"])]
     assert (ours.status, ours.content_type) == (theirs.status, theirs.content_type)
     assert ours.answer() == theirs.answer()
+
+
+async def test_a_backend_result_that_is_no_result_is_an_internal_error() -> None:
+    message = call("echo", text="hi")
+    post = Post(message, headers_for(message))
+    await post.plain(server(), Lane(["not", "an", "object"]))
+    invalid = {"code": types.INTERNAL_ERROR, "message": "Handler returned an invalid result"}
+    assert post.answer()["error"] == invalid
 
 
 async def test_a_call_the_lane_leaves_goes_to_the_sdk_server() -> None:
