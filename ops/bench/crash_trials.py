@@ -39,10 +39,15 @@ from wire import SpawnedServer
 
 #: seconds a killed backend gets to answer again
 BOUND = 5.0
+#: at most this long, before each kill, for the CPUs to be idle (procs.wait_quiet)
+QUIET_LIMIT = 5.0
 
 
-async def trial(agg: peers.Aggregator, backends: int, workdir: Path) -> dict[str, Any]:
-    """One fresh start of `agg` over `backends` bench backends, then one crash."""
+async def trial(
+    agg: peers.Aggregator, backends: int, workdir: Path, quiet: float = QUIET_LIMIT
+) -> dict[str, Any]:
+    """One fresh start of `agg` over `backends` bench backends, then one crash (after at
+    most `quiet` seconds of waiting for idle CPUs)."""
     listed = peers.bench_backends(backends, 10)
     config = workdir / "backends.json"
     config.write_text(json.dumps(peers.mcp_servers(listed), indent=2))
@@ -57,7 +62,7 @@ async def trial(agg: peers.Aggregator, backends: int, workdir: Path) -> dict[str
         found, when, _ = await measure.until_all_visible(list_names, names, BASES, trio.sleep_forever, 60.0)
         if when is None:
             return {"error": f"only {len(found)} of {len(names) * len(BASES)} tools visible"}
-        await procs.wait_quiet(5.0)
+        await procs.wait_quiet(quiet)
         with measure.gc_held():
             return await measure.crash(
                 client_caller(client, found), backends, backend_killer(server.pid, names[-1]), BOUND
@@ -77,7 +82,9 @@ def summary(trials: Sequence[dict[str, Any]]) -> str:
     )
 
 
-async def run_trials(names: Sequence[str], backends: int, count: int) -> dict[str, list[dict[str, Any]]]:
+async def run_trials(
+    names: Sequence[str], backends: int, count: int, quiet: float = QUIET_LIMIT
+) -> dict[str, list[dict[str, Any]]]:
     aggregators = [agg for agg in peers.PROCESS_AGGREGATORS if agg.name in names]
     _, usable = set_up_peers(names)
     aggregators = [agg for agg in aggregators if agg.peer is None or usable.get(agg.name)]
@@ -87,7 +94,7 @@ async def run_trials(names: Sequence[str], backends: int, count: int) -> dict[st
         for agg in aggregators[turn:] + aggregators[:turn]:
             with tempfile.TemporaryDirectory(prefix="assern-crash-") as folder:
                 try:
-                    out = await trial(agg, backends, Path(folder))
+                    out = await trial(agg, backends, Path(folder), quiet)
                 except Exception as exc:
                     out = {"error": measure.short_error(exc)}
             results[agg.name].append(out)
@@ -105,9 +112,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", action="append", choices=[a.name for a in peers.PROCESS_AGGREGATORS], help="repeatable"
     )
     parser.add_argument("--json", type=Path, help="also write every trial as JSON")
+    parser.add_argument(
+        "--quiet",
+        type=float,
+        default=QUIET_LIMIT,
+        help=f"seconds a trial waits at most for idle CPUs before the kill (default {QUIET_LIMIT:g})",
+    )
     args = parser.parse_args(argv)
     names = args.only or [a.name for a in peers.PROCESS_AGGREGATORS]
-    results = trio.run(run_trials, names, args.backends, args.trials)
+    results = trio.run(run_trials, names, args.backends, args.trials, args.quiet)
     print(f"kill -9 of one of {args.backends} backends, {args.trials} fresh starts each:")
     for name, trials in results.items():
         print(f"  {name:<8} {summary(trials)}")

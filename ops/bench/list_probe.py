@@ -174,14 +174,16 @@ class Shape:
     stderr: Path
 
 
-def probe(shapes: Mapping[str, Shape], tools: int, lists: int, block: int = BLOCK) -> dict[str, Any]:
+def probe(
+    shapes: Mapping[str, Shape], tools: int, lists: int, block: int = BLOCK, quiet: float = QUIET_LIMIT
+) -> dict[str, Any]:
     """Start every shape's aggregator, wait until each lists `tools` tools and the CPUs are
     idle, then time `lists` lists of each, in alternating blocks of `block`."""
     with contextlib.ExitStack() as stack:
         wires = {key: stack.enter_context(_serving(s.argv, s.env, s.stderr)) for key, s in shapes.items()}
         for wire in wires.values():
             _until_listed(wire, tools)
-        wait_quiet_blocking(QUIET_LIMIT)
+        wait_quiet_blocking(quiet)
         timings = {key: _Timings() for key in wires}
         done = 0
         while done < lists:
