@@ -31,13 +31,11 @@ import attrs
 import mcp_types as types
 import trio
 
-from assern.actors.backend import messages as msgs
 from assern.actors.backend.forward import error_of
-from assern.actors.backend.handle import request
 from assern.actors.gate.gate import screen_result
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext, end_to_end_meta, to_rpc_error
-from assern.actors.listener.raw_lane import RawRoute, dump_result, raw_route
+from assern.actors.listener.raw_lane import RawRoute, call_outcome, dump_result, forward_call, raw_route
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -187,16 +185,8 @@ class ModernLane:
         )
         try:
             if spliced is None:  # not ready, or its stdin is backed up: the mailbox waits for it
-                result: Any = await request(
-                    handle,
-                    lambda reply: msgs.ForwardCall(
-                        name=call.tool,
-                        arguments=call.arguments,
-                        meta=meta,
-                        request_id=ctx.request_id,
-                        origin=origin,
-                        reply=reply,
-                    ),
+                result: Any = await forward_call(
+                    handle, call.tool, call.arguments, meta=meta, request_id=ctx.request_id, origin=origin
                 )
             else:
                 try:
@@ -208,8 +198,7 @@ class ModernLane:
         except Exception as exc:
             self._routing.record_call(handle.name, started, call.tool, "error")
             raise to_rpc_error(exc) from None
-        outcome = "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
-        self._routing.record_call(handle.name, started, call.tool, outcome)
+        self._routing.record_call(handle.name, started, call.tool, call_outcome(result))
         if call.gate is not None and isinstance(result, dict):
             replaced = screen_result(call.gate, handle.name, call.tool, result)
             if replaced is not None:

@@ -297,29 +297,57 @@ class RawLane:
         try:
             with scope:
                 try:
-                    result: dict[str, Any] = await request(
+                    result: dict[str, Any] = await forward_call(
                         handle,
-                        lambda reply: msgs.ForwardCall(
-                            name=name,
-                            arguments=arguments,
-                            meta=meta,
-                            request_id=request_id,
-                            progress=progress,
-                            origin=origin,
-                            reply=reply,
-                        ),
+                        name,
+                        arguments,
+                        meta=meta,
+                        request_id=request_id,
+                        origin=origin,
+                        progress=progress,
                     )
                     replaced = screen_result(gate, handle.name, name, result) if gate is not None else None
                     out = framing.result(
                         request_id, dump_result(replaced) if replaced is not None else result
                     )
-                    outcome = "tool_error" if result.get("isError") is True else "ok"
+                    outcome = call_outcome(result)
                 except Exception as exc:
                     out, outcome = error_reply(request_id, exc), "error"
                 self._routing.record_call(handle.name, started, name, outcome)
                 await self._write_quietly(send_raw, out)
         finally:
             self._forwarded.pop(request_id, None)
+
+
+async def forward_call(
+    handle: BackendHandle,
+    name: str,
+    arguments: dict[str, Any] | None,
+    *,
+    meta: dict[str, Any] | None,
+    request_id: str | int | None,
+    origin: Origin,
+    progress: ProgressSink | None = None,
+) -> Any:
+    """A tools/call through the backend's mailbox, which waits for a (re)starting
+    backend: its `result` as the backend wrote it (`ForwardCall`)."""
+    return await request(
+        handle,
+        lambda reply: msgs.ForwardCall(
+            name=name,
+            arguments=arguments,
+            meta=meta,
+            request_id=request_id,
+            progress=progress,
+            origin=origin,
+            reply=reply,
+        ),
+    )
+
+
+def call_outcome(result: Any) -> str:
+    """How a call that got `result` is counted: "tool_error" or "ok"."""
+    return "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
 
 
 def dump_result(result: types.CallToolResult) -> dict[str, Any]:
@@ -367,8 +395,7 @@ class RawReply:
     def answered(self, message: dict[str, Any], line: bytes, backend_id: str) -> None:
         outcome = "error"
         if "result" in message:
-            result = message["result"]
-            outcome = "tool_error" if isinstance(result, dict) and result.get("isError") is True else "ok"
+            outcome = call_outcome(message["result"])
             # The backend's own bytes with the client's id in place of ours, if certain.
             out = swap_id(line, backend_id, self._request_id)
             if self._gate is not None and isinstance(message["result"], dict):
