@@ -41,10 +41,12 @@ class Bind:
 
     host: str
     port: int
+    #: whether only this machine can reach the address (read on every request: worked
+    #: out once)
+    loopback: bool = attrs.field(init=False, eq=False, repr=False)
 
-    @property
-    def loopback(self) -> bool:
-        """Whether only this machine can reach the address."""
+    @loopback.default
+    def _loopback(self) -> bool:
         if self.host == "localhost":
             return True
         try:
