@@ -10,9 +10,10 @@ the same JSON on one call. `ModernLane.call` takes such a call the raw way when
 that needs no question to the client) and the request is a first one (no
 `inputResponses`, no `requestState`):
 
-- the call runs as a `RoundTrips` flight, so a backend that asks the client something
-  during it (sampling, elicitation, roots) is answered through `input_required`
-  rounds as on the SDK path, and the client's retry resumes the same flight there;
+- a backend that asks the client something during the call (sampling, elicitation,
+  roots) is answered through `input_required` rounds as on the SDK path: its first
+  ask puts the call in a `RoundTrips` flight (`LateRounds`; most calls never ask, and
+  run without one), and the client's retry resumes that flight there;
 - the call is written to the backend's stdin as the handshake era's raw lane writes
   one (splice.py; through its mailbox, `ForwardCall`, while it is not ready), and its
   answer comes back as the JSON it wrote (with the `resultType` of its era), checked
@@ -36,12 +37,13 @@ from assern.actors.gate.gate import screen_result
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.raw_lane import RawRoute, call_outcome, dump_result, forward_call, raw_route
+from assern.actors.listener.round_trips import Flight, FlightPeer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from assern.actors.backend.messages import Origin
-    from assern.actors.backend.splice import Describe
+    from assern.actors.backend.splice import Describe, SplicedCall
     from assern.actors.listener.context import Peer, RequestId
     from assern.actors.listener.round_trips import RoundTrips
     from assern.actors.listener.routing import Routing
@@ -71,8 +73,8 @@ class RawParams:
 
 @attrs.frozen
 class NoClient:
-    """The client of a raw call outside its rounds: nothing to send it progress on
-    (a plain request asked for none), and asks go through the flight's rounds."""
+    """The client outside a call's rounds: nothing to send it progress on (a plain
+    request asked for none), and asks go through the flight's rounds."""
 
     async def progress(
         self, token: str | int, progress: float, total: float | None, message: str | None
@@ -83,14 +85,49 @@ class NoClient:
         raise RpcError(types.INVALID_REQUEST, f"{method}: a 2026-07-28 client is asked through rounds")
 
 
+class LateRounds:
+    """The client of a raw call as its backend reaches it (the call's `Peer`).
+
+    Most calls end without a question to the client, so none runs in a flight until
+    its backend asks one: the first ask makes the call's `Flight` (queued there, as
+    any ask of a flight is) and wakes the call, which then carries on in that flight
+    (`RoundTrips.carry`) and answers with its first round. Progress: a plain request
+    asked for none.
+    """
+
+    __slots__ = ("closed", "flight", "params", "wake")
+
+    def __init__(self, params: RawParams, wake: trio.Event) -> None:
+        self.params = params
+        self.wake = wake
+        self.flight: Flight | None = None
+        #: set once the call answered without a flight: a later ask has no one to go to
+        self.closed = False
+
+    async def progress(
+        self, token: str | int, progress: float, total: float | None, message: str | None
+    ) -> None:
+        return
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        if self.flight is None:
+            if self.closed:
+                raise RpcError(types.INTERNAL_ERROR, "the client's request is over")
+            self.flight = Flight("tools/call", self.params)
+            self.wake.set()
+        return await FlightPeer(self.flight).ask(method, params)
+
+
 class Answer:
-    """A spliced call's answer as the flight waits for it (splice.CallReply): every
-    callback runs synchronously in a backend task and only records and wakes."""
+    """A spliced call's answer as its call waits for it (splice.CallReply): every
+    callback runs synchronously in a backend task and only records and wakes (`done`,
+    and `wake` when given)."""
 
-    __slots__ = ("_describe", "_error", "_result", "done")
+    __slots__ = ("_describe", "_error", "_result", "_wake", "done")
 
-    def __init__(self) -> None:
+    def __init__(self, wake: trio.Event | None = None) -> None:
         self.done = trio.Event()
+        self._wake = wake
         self._result: Any = None
         self._error: Exception | None = None
         self._describe: Describe | None = None
@@ -100,18 +137,23 @@ class Answer:
             self._result = message["result"]
         else:
             self._error = error_of(message)
-        self.done.set()
+        self._settle()
 
     def progressed(self, params: dict[str, Any], line: bytes, backend_id: str) -> None:
         return  # none was asked for
 
     def failed(self, error: Exception) -> None:
         self._error = error
-        self.done.set()
+        self._settle()
 
     def lost(self, describe: Describe) -> None:
         self._describe = describe
+        self._settle()
+
+    def _settle(self) -> None:
         self.done.set()
+        if self._wake is not None:
+            self._wake.set()
 
     async def result(self) -> Any:
         """The result, once `done`; raises the call's error (why a lost backend went)."""
@@ -157,44 +199,84 @@ class ModernLane:
             return None
         if isinstance(taken, types.CallToolResult):  # stopped by strict validation
             return complete(dump_result(taken))
-        forward = partial(self._forward, taken, end_to_end_meta(meta))
+        meta = end_to_end_meta(meta)
+        raw = RawParams(params)
         context = RequestContext(request_id=request_id, peer=NoClient(), input_rounds=True)
-        answer: dict[str, Any] | types.InputRequiredResult = await self._round_trips.start(
-            "tools/call", forward, context, RawParams(params), None
-        )
-        return answer
-
-    async def _forward(
-        self, call: RawRoute, meta: dict[str, Any] | None, ctx: RequestContext, params: RawParams
-    ) -> Any:
-        """The call at its backend, in its flight (`ctx.peer` turns asks into rounds):
-        written to its stdin when it is ready (splice.py), else through its mailbox.
-        The answer is the backend's `result` as it wrote it."""
-        handle = call.handle
-        origin = self._origin(ctx.peer)
+        wake = trio.Event()
+        late = LateRounds(raw, wake)
+        answer = Answer(wake)
+        handle = taken.handle
         started = trio.current_time()
-        answer = Answer()
         spliced = handle.lane.splice(
-            call.tool,
-            call.arguments,
+            taken.tool,
+            taken.arguments,
             answer,
-            origin=origin,
-            request_id=ctx.request_id,
+            origin=self._origin(late),
+            request_id=request_id,
             progress=False,
             meta=meta,
         )
+        if spliced is None:  # not ready, or its stdin is backed up: the mailbox waits for it
+            forward = partial(self._through_mailbox, taken, meta)
+            through: dict[str, Any] | types.InputRequiredResult = await self._round_trips.start(
+                "tools/call", forward, context, raw, None
+            )
+            return through
         try:
-            if spliced is None:  # not ready, or its stdin is backed up: the mailbox waits for it
-                result: Any = await forward_call(
-                    handle, call.tool, call.arguments, meta=meta, request_id=ctx.request_id, origin=origin
-                )
-            else:
-                try:
-                    await answer.done.wait()
-                except trio.Cancelled:
-                    spliced.cancel()
-                    raise
-                result = await answer.result()
+            await wake.wait()
+        except trio.Cancelled:
+            spliced.cancel()
+            raise
+        if late.flight is None:  # answered without a question to the client
+            late.closed = True
+            done: dict[str, Any] = await self._finish(taken, started, answer.result())
+            return done
+        carried = partial(self._carried, taken, started, answer, spliced)
+        asked: dict[str, Any] | types.InputRequiredResult = await self._round_trips.carry(
+            late.flight, carried, context, None
+        )
+        return asked
+
+    async def _carried(
+        self,
+        call: RawRoute,
+        started: float,
+        answer: Answer,
+        spliced: SplicedCall,
+        ctx: RequestContext,
+        params: RawParams,
+    ) -> Any:
+        """A spliced call whose backend asked the client something, in its flight from
+        then on (`ctx.peer` turns the asks into rounds)."""
+        try:
+            await answer.done.wait()
+        except trio.Cancelled:
+            spliced.cancel()
+            raise
+        return await self._finish(call, started, answer.result())
+
+    async def _through_mailbox(
+        self, call: RawRoute, meta: dict[str, Any] | None, ctx: RequestContext, params: RawParams
+    ) -> Any:
+        """The call through its backend's mailbox, which waits for a (re)starting
+        backend, in a flight from the start (`ctx.peer` turns asks into rounds)."""
+        started = trio.current_time()
+        outcome = forward_call(
+            call.handle,
+            call.tool,
+            call.arguments,
+            meta=meta,
+            request_id=ctx.request_id,
+            origin=self._origin(ctx.peer),
+        )
+        return await self._finish(call, started, outcome)
+
+    async def _finish(self, call: RawRoute, started: float, outcome: Awaitable[Any]) -> Any:
+        """The backend's `result` as it wrote it (`resultType` added), the call counted
+        and its result screened by the tool's gate."""
+        handle = call.handle
+        try:
+            result = await outcome
         except Exception as exc:
             self._routing.record_call(handle.name, started, call.tool, "error")
             raise to_rpc_error(exc) from None

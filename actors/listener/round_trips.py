@@ -207,12 +207,19 @@ class RoundTrips:
     async def start(
         self, method: str, handler: Handler, ctx: RequestContext, params: Any, token: str | int | None
     ) -> Any:
-        flight = Flight(method, params)
+        return await self.carry(Flight(method, params), handler, ctx, token)
+
+    async def carry(
+        self, flight: Flight, handler: Handler, ctx: RequestContext, token: str | int | None
+    ) -> Any:
+        """Run `handler` as `flight`'s call and answer this round. The flight may be
+        older than its task: a call that ran outside one until its backend asked
+        something (modern_lane.py) carries on here, its first asks already queued."""
         flight.peer, flight.progress_token = ctx.peer, token
         inner = RequestContext(
             request_id=ctx.request_id, peer=FlightPeer(flight), input_rounds=ctx.input_rounds
         )
-        self._nursery.start_soon(self._fly, flight, handler, inner, params)
+        self._nursery.start_soon(self._fly, flight, handler, inner, flight.params)
         return await self._round(flight, [])
 
     async def resume(self, method: str, ctx: RequestContext, params: Any, token: str | int | None) -> Any:

@@ -18,6 +18,7 @@ from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import RequestContext
 from assern.actors.listener.modern import ModernServer
 from assern.actors.listener.modern_lane import ModernLane, NoClient
+from assern.actors.listener.round_trips import PARKED_LIMIT
 from assern.actors.listener.session import ClientConnection
 
 
@@ -257,3 +258,55 @@ async def test_a_spliced_backends_question_is_an_input_round() -> None:
         final = await h.modern.round_trips.resume("tools/call", context, retry, None)
         assert final == {"content": [{"type": "text", "text": "rooted"}], "resultType": "complete"}
         assert asked == [{"roots": []}]
+
+
+async def test_a_call_its_backend_answers_without_a_question_runs_in_no_flight() -> None:
+    async with spliced() as (h, stdin), trio.open_nursery() as nursery:
+        trips: Any = h.modern.round_trips
+
+        async def no_flight(*args: Any) -> Any:
+            raise AssertionError("a call without a question ran in a flight")
+
+        trips.start = trips.carry = no_flight
+        answers: list[Any] = []
+
+        async def calling() -> None:
+            answers.append(await h.lane.call(1, call("a_echo")))
+
+        nursery.start_soon(calling)
+        await stdin.wrote.wait()
+        result = {"content": [{"type": "text", "text": "raw"}]}
+        stdin.calls[0].reply.answered({"result": result}, b"", "b1")
+    assert answers == [{**result, "resultType": "complete"}]
+    with pytest.raises(RpcError, match="request is over"):  # a late question has no one to go to
+        await stdin.calls[0].origin.ask("roots/list", None)
+
+
+async def test_a_parked_call_its_client_never_retries_is_cancelled_at_the_backend(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    async with spliced() as (h, stdin), trio.open_nursery() as nursery:
+        rounds: list[Any] = []
+
+        async def calling() -> None:
+            rounds.append(await h.lane.call(1, call("a_echo")))
+
+        nursery.start_soon(calling)
+        await stdin.wrote.wait()
+        backend = stdin.calls[0]
+        unanswered: list[str] = []
+
+        async def backend_asks() -> None:  # its question waits for a retry that never comes
+            with pytest.raises(RpcError) as caught:
+                await backend.origin.ask("roots/list", None)
+            unanswered.append(caught.value.message)
+
+        nursery.start_soon(backend_asks)
+        while not rounds:
+            await trio.sleep(1)
+        assert isinstance(rounds[0], types.InputRequiredResult)
+        assert not backend.cancelled
+        await trio.sleep(PARKED_LIMIT + 1)
+        assert backend.cancelled
+        assert h.modern.round_trips.parked == 0
+        assert unanswered and "did not answer" in unanswered[0]
