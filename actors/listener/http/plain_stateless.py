@@ -216,9 +216,16 @@ class Exchange:
     message_metadata: None = None
     progress_token: None = None
     can_send_request: bool = False
-    cancel_requested: anyio.Event = attrs.field(factory=anyio.Event)
     streaming: bool = False
     _lock: trio.Lock = attrs.field(factory=trio.Lock)
+    _cancel_requested: anyio.Event | None = None
+
+    @property
+    def cancel_requested(self) -> anyio.Event:
+        """Made when the SDK's server asks for it: a raw call never does."""
+        if self._cancel_requested is None:
+            self._cancel_requested = anyio.Event()
+        return self._cancel_requested
 
     async def send_raw_request(
         self, method: str, params: Mapping[str, Any] | None, opts: CallOptions | None = None
