@@ -287,9 +287,11 @@ async def test_a_parked_call_its_client_never_retries_is_cancelled_at_the_backen
 ) -> None:
     async with spliced() as (h, stdin), trio.open_nursery() as nursery:
         rounds: list[Any] = []
+        answered = trio.Event()
 
         async def calling() -> None:
             rounds.append(await h.lane.call(1, call("a_echo")))
+            answered.set()
 
         nursery.start_soon(calling)
         await stdin.wrote.wait()
@@ -302,11 +304,11 @@ async def test_a_parked_call_its_client_never_retries_is_cancelled_at_the_backen
             unanswered.append(caught.value.message)
 
         nursery.start_soon(backend_asks)
-        while not rounds:
-            await trio.sleep(1)
+        await answered.wait()
         assert isinstance(rounds[0], types.InputRequiredResult)
-        assert not backend.cancelled
+        parked = backend.cancelled
         await trio.sleep(PARKED_LIMIT + 1)
-        assert backend.cancelled
+        assert (parked, backend.cancelled) == (False, True)
         assert h.modern.round_trips.parked == 0
-        assert unanswered and "did not answer" in unanswered[0]
+        assert len(unanswered) == 1
+        assert "did not answer" in unanswered[0]
