@@ -482,49 +482,18 @@ def _transport(
 ) -> AbstractAsyncContextManager[TransportStreams] | str:
     if spec.transport == "stdio":
         return stdio_streams(spec, link, hooks)
+    from assern.actors.backend.http_clients import sse_client_factory, streamable_client
+
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
 
-        def watched_client(
-            headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
-        ) -> Any:
-            return _posts_reach_it(hooks.lost, headers, timeout, auth)
-
-        streams = sse_client(spec.url or "", headers=dict(spec.headers), httpx_client_factory=watched_client)
+        factory = sse_client_factory(hooks.lost, spec.timeout)
+        streams = sse_client(spec.url or "", headers=dict(spec.headers), httpx_client_factory=factory)
         return _end_is_exit(streams, hooks.lost)
-    import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    return streamable_http_client(spec.url or "", http_client=httpx2.AsyncClient(headers=dict(spec.headers)))
-
-
-def _posts_reach_it(lost: Callable[[str], None], headers: Any, timeout: Any, auth: Any) -> Any:
-    """The HTTP client of an SSE backend, whose POST that cannot reach the server is the
-    backend's exit: the SDK's SSE client only logs a message it could not post, so the
-    call waiting for its answer would wait out its whole timeout."""
-    import httpx2
-
-    class PostsReachIt(httpx2.AsyncBaseTransport):
-        def __init__(self) -> None:
-            self._inner = httpx2.AsyncHTTPTransport()
-
-        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            try:
-                return await self._inner.handle_async_request(request)
-            except httpx2.NetworkError as exc:  # not a timeout: the server is not there
-                if request.method == "POST":
-                    lost(f"could not post to it: {type(exc).__name__}: {exc}")
-                raise
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return httpx2.AsyncClient(
-        headers=headers,
-        timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
-        auth=auth,
-        transport=PostsReachIt(),
-    )
+    client = streamable_client(dict(spec.headers), spec.timeout)
+    return streamable_http_client(spec.url or "", http_client=client)
 
 
 @contextlib.asynccontextmanager

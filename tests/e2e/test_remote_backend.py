@@ -193,3 +193,19 @@ async def test_a_2026_remote_backend_hears_the_calling_client_s_capabilities(
                 assert seen[types.PROTOCOL_VERSION_META_KEY] == "2026-07-28"
                 # assern's own requests (its listings) still declare what assern relays
                 assert text_in((await client.call_tool("remote_echo", {"text": "on"})).content[0]) == "on"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_remote_call_may_take_as_long_as_the_backend_s_timeout(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], transport: str
+) -> None:
+    """A call that answers after 6 s is answered: nothing below the backend's own
+    `timeout` (here 30 s) gives up on it first, such as an HTTP client's read timeout."""
+    port = free_port()
+    config = write_config(remote_table(port, transport, "timeout = 30\n"))
+    assern_env.env["REMOTE_TOKEN"] = "t"
+    async with remote_server(port, transport):
+        with trio.fail_after(60):
+            async with Client(assern_env.serve(config), mode="legacy") as client:
+                slow = await client.call_tool("remote_sleep", {"seconds": 6})
+                assert text_in(slow.content[0]) == "slept 6 s"

@@ -1,0 +1,124 @@
+"""The HTTP clients of remote backends (streamable HTTP and HTTP+SSE), under the SDK's transports.
+
+- **Timeouts.** A call is held to its backend's own `timeout`: nothing below it may
+  give up first. The HTTP client's read timeout is therefore longer than that (and at
+  least the SDK's five minutes for a quiet event stream); httpx's default of 5 s cut
+  any call that answered later, as a lost connection.
+- **Keep-alive.** The SDK's streamable-HTTP client closes a POST's SSE answer as soon
+  as it has read the response event, before the server's end of the stream, and an
+  HTTP/1.1 connection closed with its body unread cannot carry the next request: every
+  call opened a new TCP connection (and the server accepted one). `KeepAlive` reads
+  what is left of such a body when it is closed (the server ends the stream right after
+  the response; at most `DRAIN_LIMIT` seconds, off the call's path, since the response
+  has been delivered by then), which hands the connection back to the pool.
+- **Lost server (SSE).** The SDK's SSE client only logs a message it could not post,
+  so the call waiting for its answer would wait out its whole timeout; `PostsReachIt`
+  reports such a POST as the backend's exit.
+
+Importing this module loads httpx: it is imported only when a remote backend starts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import httpx2
+import trio
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Callable
+
+#: the SDK's timeouts for an HTTP transport: 30 s to connect, write or wait for the
+#: pool, 5 minutes for a read (an event stream may stay quiet that long)
+CONNECT_TIMEOUT = 30.0
+READ_TIMEOUT = 300.0
+#: how long the rest of a closed POST answer is read before the connection is given up
+DRAIN_LIMIT = 1.0
+
+
+def timeouts(call_timeout: float) -> httpx2.Timeout:
+    """The HTTP client's timeouts for a backend whose calls may take `call_timeout` seconds."""
+    return httpx2.Timeout(CONNECT_TIMEOUT, read=max(READ_TIMEOUT, call_timeout + CONNECT_TIMEOUT))
+
+
+class Drained(httpx2.AsyncByteStream):
+    """A response body that, closed before its end, is read to its end first (within
+    `DRAIN_LIMIT`), so that its connection may carry the next request."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self._inner = inner
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        self._chunks = self._inner.__aiter__()
+        async for chunk in self._chunks:
+            yield chunk
+
+    async def aclose(self) -> None:
+        chunks = self._chunks
+        if chunks is not None:
+            with trio.move_on_after(DRAIN_LIMIT):
+                try:
+                    async for _ in chunks:
+                        pass
+                except httpx2.HTTPError:
+                    pass  # the connection broke: nothing to keep
+        await self._inner.aclose()
+
+
+class KeepAlive(httpx2.AsyncBaseTransport):
+    """httpx's transport, each POST answer `Drained` when it is closed."""
+
+    def __init__(self) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self._inner.handle_async_request(request)
+        if request.method != "POST" or not isinstance(response.stream, httpx2.AsyncByteStream):
+            return response  # the GET event stream is closed only to end it
+        return httpx2.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=Drained(response.stream),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def streamable_client(headers: dict[str, str], call_timeout: float) -> httpx2.AsyncClient:
+    """The HTTP client of a streamable-HTTP backend."""
+    return httpx2.AsyncClient(headers=headers, timeout=timeouts(call_timeout), transport=KeepAlive())
+
+
+class PostsReachIt(httpx2.AsyncBaseTransport):
+    """httpx's transport, a POST that cannot reach the server reported to `lost`."""
+
+    def __init__(self, lost: Callable[[str], None]) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._lost = lost
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await self._inner.handle_async_request(request)
+        except httpx2.NetworkError as exc:  # not a timeout: the server is not there
+            if request.method == "POST":
+                self._lost(f"could not post to it: {type(exc).__name__}: {exc}")
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def sse_client_factory(lost: Callable[[str], None], call_timeout: float) -> Callable[..., httpx2.AsyncClient]:
+    """The SDK SSE transport's `httpx_client_factory` for an HTTP+SSE backend."""
+
+    def factory(
+        headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            headers=headers, timeout=timeouts(call_timeout), auth=auth, transport=PostsReachIt(lost)
+        )
+
+    return factory
