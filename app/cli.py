@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
+#: Libraries that log a line per HTTP request at info (the remote backends' HTTP
+#: client): their warnings reach the log, their info only with --log-level debug.
+CHATTY_LOGGERS = ("httpx2", "httpcore2", "httpx", "httpcore")
+
 DEMO_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("calc_add", {"a": 2, "b": 40}),
     ("time_get_current_time", {"timezone": "UTC"}),
@@ -406,6 +410,6 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
             print(f"assern: {problem}", file=sys.stderr)
             return 2
     log_dir = default_assern_home(env) / "logs"
-    with configure_logging(log_dir, level=args.log_level):
+    with configure_logging(log_dir, level=args.log_level, quiet=CHATTY_LOGGERS):
         commands = {"serve": cmd_serve, "daemon": cmd_daemon, "demo": cmd_demo}
         return commands[args.command](args, config, load)

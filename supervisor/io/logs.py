@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, MutableMapping
+    from collections.abc import Iterable, Iterator, MutableMapping
     from pathlib import Path
 
 LOG_FILE = "assern.log"
@@ -170,9 +170,18 @@ class _LineHandler(logging.Handler):
 
 @contextmanager
 def configure_logging(
-    log_dir: Path, *, level: str = "info", max_bytes: int = 10_000_000, backups: int = 5
+    log_dir: Path,
+    *,
+    level: str = "info",
+    max_bytes: int = 10_000_000,
+    backups: int = 5,
+    quiet: Iterable[str] = (),
 ) -> Iterator[Path]:
-    """Route every log event to `log_dir/assern.log` for the duration of the block."""
+    """Route every log event to `log_dir/assern.log` for the duration of the block.
+
+    `quiet` names standard-library loggers whose info events are chatter (a line per
+    HTTP request, say): they log warnings and above unless `level` is debug.
+    """
     log_dir.mkdir(parents=True, exist_ok=True)
     path = log_dir / LOG_FILE
     file = LineFile(path, max_bytes=max_bytes, backups=backups)
@@ -190,6 +199,10 @@ def configure_logging(
     saved = (list(root.handlers), root.level)
     root.handlers = [handler]
     root.setLevel(level.upper())
+    hushed = {name: logging.getLogger(name).level for name in quiet}
+    if level.lower() != "debug":
+        for name in hushed:
+            logging.getLogger(name).setLevel(logging.WARNING)
     structlog.configure(
         processors=[*shared_processors(), structlog.processors.JSONRenderer(default=str)],
         logger_factory=lambda *_args: _LineLogger(file),
@@ -201,6 +214,8 @@ def configure_logging(
     finally:
         root.handlers, level_saved = saved
         root.setLevel(level_saved)
+        for name, hushed_level in hushed.items():
+            logging.getLogger(name).setLevel(hushed_level)
         structlog.reset_defaults()
         file.close()
 

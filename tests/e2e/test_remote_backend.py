@@ -82,7 +82,9 @@ async def test_a_remote_backend_is_aggregated_with_its_headers(
                 assert text_in(echoed.content[0]) == "over http"
                 who = await client.call_tool("remote_whoami", {})
                 assert text_in(who.content[0]) == "Bearer s3cret-token"
-    assert "s3cret-token" not in (assern_env.assern_home / "logs" / "assern.log").read_text()
+    logged = (assern_env.assern_home / "logs" / "assern.log").read_text()
+    assert "s3cret-token" not in logged
+    assert "HTTP Request" not in logged  # the HTTP client's line per request stays out
 
 
 async def remote_status(env: AssernEnv, config: Path) -> dict[str, Any]:

@@ -55,6 +55,16 @@ def test_events_and_stdlib_records_become_json_lines(tmp_path: Path) -> None:
     assert "sekrit-value" not in path.read_text()
 
 
+@pytest.mark.parametrize(("level", "shown"), [("info", ["warned"]), ("debug", ["per request", "warned"])])
+def test_quiet_loggers_log_their_info_only_at_debug(tmp_path: Path, level: str, shown: list[str]) -> None:
+    chatty = logging.getLogger("chatty.http")
+    with configure_logging(tmp_path / "logs", level=level, quiet=["chatty.http"]) as path:
+        chatty.info("per request")
+        chatty.warning("warned")
+    assert [json.loads(line)["event"] for line in path.read_text().splitlines()] == shown
+    assert chatty.level == logging.NOTSET  # as it was before the block
+
+
 def test_line_file_rotates_by_size(tmp_path: Path) -> None:
     path = tmp_path / "assern.log"
     file = LineFile(path, max_bytes=100, backups=2)
