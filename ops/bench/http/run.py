@@ -14,7 +14,9 @@ bench server's `echo`:
   backend, in both protocol eras;
 - assern → http: assern with the direct server as a streamable-HTTP backend;
 - fastmcp: FastMCP's proxy of the same stdio backend, run over HTTP (in its own
-  virtualenv, set up on the first run as ops/bench/run.py does).
+  virtualenv, set up on the first run as ops/bench/run.py does);
+- fastmcp → http: FastMCP's proxy with the direct server as its HTTP backend (the
+  peer of assern → http).
 
 Per-call figures come from alternating blocks (direct, then the path), so drift hits
 both; throughput is 8 concurrent callers for a fixed window, alternating too.
@@ -143,27 +145,22 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             )
             print(f"fastmcp: {note}", file=sys.stderr)
             if usable and FASTMCP.peer is not None:
-                servers = work / "backends.json"
-                servers.write_text(
-                    json.dumps({"mcpServers": {"b01": {"command": sys.executable, "args": backend_args[1:]}}})
-                )
-                hub_port = free_port()
-                argv = [
-                    str(FASTMCP.peer.venv / "bin" / "python"),
-                    str(FASTMCP_HUB),
-                    str(servers),
-                    "--http",
-                    str(hub_port),
-                ]
-                paths.append(
-                    (
-                        "fastmcp proxy (legacy)",
-                        argv,
-                        env,
-                        str(hub_port).encode(),
-                        "legacy",
-                    )
-                )
+                backends = {
+                    "fastmcp proxy (legacy)": {"command": sys.executable, "args": backend_args[1:]},
+                    "fastmcp -> http backend (legacy)": {"url": direct_url},
+                }
+                for index, (name, entry) in enumerate(backends.items()):
+                    servers = work / f"backends-{index}.json"
+                    servers.write_text(json.dumps({"mcpServers": {"b01": entry}}))
+                    hub_port = free_port()
+                    argv = [
+                        str(FASTMCP.peer.venv / "bin" / "python"),
+                        str(FASTMCP_HUB),
+                        str(servers),
+                        "--http",
+                        str(hub_port),
+                    ]
+                    paths.append((name, argv, env, str(hub_port).encode(), "legacy"))
         for name, argv, penv, ready, era in paths:
             async with process(argv, penv, ready) as (_, found):
                 url = found

@@ -1,0 +1,34 @@
+"""The HTTP benchmark's smoke mode (ops/bench/http/run.py) runs every assern path and
+prints its figures next to a direct HTTP connection."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "http" / "run.py"
+PATHS = {"assern (legacy)", "assern (2026-07-28)", "assern -> http backend (legacy)"}
+
+
+@pytest.mark.e2e
+def test_the_smoke_run_measures_every_path_against_direct(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--smoke", "--no-peers", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(out.read_text())
+    assert set(figures) == PATHS
+    for name, row in figures.items():
+        assert name in done.stdout
+        assert row["direct"]["median_ms"] > 0
+        assert row["through"]["median_ms"] > 0
+        assert row["throughput"]["through"]["calls_per_s"] > 0
