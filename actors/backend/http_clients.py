@@ -11,6 +11,11 @@
   what is left of such a body when it is closed (the server ends the stream right after
   the response; at most `DRAIN_LIMIT` seconds, off the call's path, since the response
   has been delivered by then), which hands the connection back to the pool.
+- **Quiet event streams.** A GET event stream waits for its next event without a read
+  timeout: a server may stay silent for as long as nothing happens, and one that goes
+  away closes the stream. (With a read timeout, the SDK's client counted each quiet
+  spell as a failure and gave the stream up after two, after which the server's
+  notifications, `list_changed` among them, no longer reached assern.)
 - **Lost server (SSE).** The SDK's SSE client only logs a message it could not post,
   so the call waiting for its answer would wait out its whole timeout; `PostsReachIt`
   reports such a POST as the backend's exit.
@@ -39,6 +44,15 @@ DRAIN_LIMIT = 1.0
 def timeouts(call_timeout: float) -> httpx2.Timeout:
     """The HTTP client's timeouts for a backend whose calls may take `call_timeout` seconds."""
     return httpx2.Timeout(CONNECT_TIMEOUT, read=max(READ_TIMEOUT, call_timeout + CONNECT_TIMEOUT))
+
+
+def quiet_allowed(request: httpx2.Request) -> httpx2.Request:
+    """`request` without a read timeout when it opens an event stream (a GET)."""
+    if request.method == "GET":
+        timeout = dict(request.extensions.get("timeout", {}))
+        timeout["read"] = None
+        request.extensions = {**request.extensions, "timeout": timeout}
+    return request
 
 
 class Drained(httpx2.AsyncByteStream):
@@ -73,7 +87,7 @@ class KeepAlive(httpx2.AsyncBaseTransport):
         self._inner = httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self._inner.handle_async_request(request)
+        response = await self._inner.handle_async_request(quiet_allowed(request))
         if request.method != "POST" or not isinstance(response.stream, httpx2.AsyncByteStream):
             return response  # the GET event stream is closed only to end it
         return httpx2.Response(
@@ -101,7 +115,7 @@ class PostsReachIt(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         try:
-            return await self._inner.handle_async_request(request)
+            return await self._inner.handle_async_request(quiet_allowed(request))
         except httpx2.NetworkError as exc:  # not a timeout: the server is not there
             if request.method == "POST":
                 self._lost(f"could not post to it: {type(exc).__name__}: {exc}")

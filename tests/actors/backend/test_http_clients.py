@@ -11,7 +11,13 @@ import httpx2
 import pytest
 import trio
 
-from assern.actors.backend.http_clients import READ_TIMEOUT, streamable_client, timeouts
+from assern.actors.backend.http_clients import (
+    READ_TIMEOUT,
+    KeepAlive,
+    PostsReachIt,
+    streamable_client,
+    timeouts,
+)
 
 EVENT = b'event: message\ndata: {"jsonrpc": "2.0", "id": 1, "result": {}}\n\n'
 
@@ -20,6 +26,27 @@ def test_a_read_waits_longer_than_a_call_may_take() -> None:
     assert timeouts(60.0).read == READ_TIMEOUT  # the SDK's five minutes for a quiet stream
     assert (timeouts(900.0).read or 0) > 900.0
     assert timeouts(60.0).connect == 30.0
+
+
+class Seen(httpx2.AsyncBaseTransport):
+    """A transport that answers 200 and keeps the timeouts each request was sent with."""
+
+    def __init__(self) -> None:
+        self.reads: dict[str, float | None] = {}
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.reads[request.method] = request.extensions["timeout"]["read"]
+        return httpx2.Response(200, stream=httpx2.ByteStream(b""))
+
+
+async def test_an_event_stream_may_stay_quiet_while_a_post_is_held_to_the_read_timeout() -> None:
+    for transport in (KeepAlive(), PostsReachIt(lambda why: None)):
+        seen = Seen()
+        transport._inner = seen  # type: ignore[assignment]
+        async with httpx2.AsyncClient(transport=transport, timeout=timeouts(60.0)) as client:
+            await client.get("http://server.test/mcp")
+            await client.post("http://server.test/mcp", content=b"{}")
+        assert seen.reads == {"GET": None, "POST": READ_TIMEOUT}
 
 
 async def _serve(stream: trio.SocketStream, connections: list[int]) -> None:
