@@ -4,6 +4,7 @@ connection to the backend and next to FastMCP's proxy served over HTTP, in one r
     .venv/bin/python ops/bench/http/run.py                 # ~2 minutes on 2 cores
     .venv/bin/python ops/bench/http/run.py --smoke         # a few calls per path
     .venv/bin/python ops/bench/http/run.py --json out.json
+    .venv/bin/python ops/bench/http/run.py --only 2026 --only fastmcp   # some paths
 
 Every path is driven by the official `mcp` client over streamable HTTP, calling the
 bench server's `echo`:
@@ -161,6 +162,8 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         str(hub_port),
                     ]
                     paths.append((name, argv, env, str(hub_port).encode(), "legacy"))
+        if args.only:
+            paths = [path for path in paths if any(part in path[0] for part in args.only)]
         for name, argv, penv, ready, era in paths:
             async with process(argv, penv, ready) as (_, found):
                 url = found
@@ -184,6 +187,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="a few calls per path")
     parser.add_argument("--no-peers", action="store_true", help="assern and direct only")
+    parser.add_argument(
+        "--only", action="append", metavar="TEXT", help="only the paths whose name holds TEXT (repeatable)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="assern-http-bench-") as folder:
