@@ -77,7 +77,13 @@ async def test_a_remote_backend_is_aggregated_with_its_headers(
         with trio.fail_after(60):
             async with Client(assern_env.serve(config), mode="legacy") as client:
                 names = {tool.name for tool in (await client.list_tools()).tools}
-                assert names == {"remote_echo", "remote_sleep", "remote_whoami", "remote_get_meta"}
+                assert names == {
+                    "remote_echo",
+                    "remote_sleep",
+                    "remote_whoami",
+                    "remote_get_meta",
+                    "remote_announce",
+                }
                 echoed = await client.call_tool("remote_echo", {"text": "over http"})
                 assert text_in(echoed.content[0]) == "over http"
                 who = await client.call_tool("remote_whoami", {})
@@ -170,6 +176,24 @@ async def test_a_remote_call_past_the_backend_s_timeout_is_answered_with_an_erro
                 assert trio.current_time() - started < 8
                 quick = await client.call_tool("remote_sleep", {"seconds": 0})
                 assert text_in(quick.content[0]) == "slept 0 s"
+
+
+async def test_a_remote_backend_s_notification_after_a_quiet_spell_still_arrives(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """The backend's own event stream outlives silence: 13 s after the call (past the
+    two 5 s read timeouts after which the SDK's client used to give the stream up), the
+    server adds a tool and says so, and a client of assern sees it."""
+    port = free_port()
+    config = write_config(remote_table(port, "streamable-http"))
+    assern_env.env["REMOTE_TOKEN"] = "t"
+    async with remote_server(port, "streamable-http"):
+        with trio.fail_after(60):
+            async with Client(assern_env.serve(config), mode="legacy") as client:
+                await client.call_tool("remote_announce", {"after": 13})
+                await trio.sleep(12)  # nothing happens meanwhile
+                while "remote_late" not in {tool.name for tool in (await client.list_tools()).tools}:  # noqa: ASYNC110 - another process's state
+                    await trio.sleep(0.5)
 
 
 async def sample(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:

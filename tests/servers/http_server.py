@@ -6,7 +6,9 @@
 Serves http://127.0.0.1:PORT/mcp (with `--sse`: GET /sse, POST /messages/). Tools:
 `echo(text)` -> exactly `text`; `whoami()` -> the Authorization header of the request
 that called it (or `<none>`); `sleep(seconds)` answers after that long; `get_meta()` ->
-the request's `_meta` as JSON (without its progress token). It runs uvicorn
+the request's `_meta` as JSON (without its progress token); `announce(after)` answers
+at once, and `after` seconds later adds the tool `late` and sends `list_changed` on the
+session's own stream (not a request's). It runs uvicorn
 in its own process (uvicorn is asyncio's; assern itself never runs it) and prints
 `ready` on stderr once it listens.
 """
@@ -14,6 +16,7 @@ in its own process (uvicorn is asyncio's; assern itself never runs it) and print
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 from typing import Any
@@ -49,7 +52,24 @@ TOOLS = [
         description="The request's `_meta` as JSON.",
         input_schema={"type": "object", "properties": {}},
     ),
+    types.Tool(
+        name="announce",
+        description="Add the tool `late` after the given number of seconds, and say so.",
+        input_schema={"type": "object", "properties": {"after": {"type": "number"}}, "required": ["after"]},
+    ),
 ]
+LATE = types.Tool(
+    name="late", description="Added by announce.", input_schema={"type": "object", "properties": {}}
+)
+#: the tasks announce started (kept so that they are not collected while they wait)
+ANNOUNCING: set[asyncio.Task[None]] = set()
+
+
+async def announce_later(session: Any, after: float) -> None:
+    await asyncio.sleep(after)
+    if LATE not in TOOLS:
+        TOOLS.append(LATE)
+    await session.send_tool_list_changed()
 
 
 async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -63,6 +83,12 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         seconds = float((params.arguments or {}).get("seconds", 0))
         await anyio.sleep(seconds)
         text = f"slept {seconds:g} s"
+    elif params.name == "announce":
+        after = float((params.arguments or {}).get("after", 0))
+        task = asyncio.get_running_loop().create_task(announce_later(ctx.session, after))
+        ANNOUNCING.add(task)
+        task.add_done_callback(ANNOUNCING.discard)
+        text = f"announcing in {after:g} s"
     elif params.name == "get_meta":
         meta = {k: v for k, v in dict(ctx.meta or {}).items() if k not in ("progress_token", "progressToken")}
         text = json.dumps(meta, sort_keys=True)
