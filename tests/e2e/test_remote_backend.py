@@ -178,20 +178,26 @@ async def test_a_remote_call_past_the_backend_s_timeout_is_answered_with_an_erro
                 assert text_in(quick.content[0]) == "slept 0 s"
 
 
-async def test_a_remote_backend_s_notification_after_a_quiet_spell_still_arrives(
+async def test_a_slow_call_and_a_notification_after_a_quiet_spell_reach_the_client(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
-    """The backend's own event stream outlives silence: 13 s after the call (past the
-    two 5 s read timeouts after which the SDK's client used to give the stream up), the
-    server adds a tool and says so, and a client of assern sees it."""
+    """Nothing below the backend's own `timeout` gives up first, such as an HTTP
+    client's read timeout (httpx's default is 5 s): a call that answers after 6 s is
+    answered, and the backend's own event stream outlives silence: 13 s after a call
+    (past the two 5 s read timeouts after which the SDK's client used to give the
+    stream up), the server adds a tool and says so, and a client of assern sees it.
+    (Both transports' HTTP clients get their timeouts from one function:
+    test_http_clients.py.)"""
     port = free_port()
-    config = write_config(remote_table(port, "streamable-http"))
+    config = write_config(remote_table(port, "streamable-http", "timeout = 30\n"))
     assern_env.env["REMOTE_TOKEN"] = "t"
     async with remote_server(port, "streamable-http"):
         with trio.fail_after(60):
             async with Client(assern_env.serve(config), mode="legacy") as client:
                 await client.call_tool("remote_announce", {"after": 13})
-                await trio.sleep(12)  # nothing happens meanwhile
+                slow = await client.call_tool("remote_sleep", {"seconds": 6})  # the event stream stays quiet
+                assert text_in(slow.content[0]) == "slept 6 s"
+                await trio.sleep(6)
                 while "remote_late" not in {tool.name for tool in (await client.list_tools()).tools}:  # noqa: ASYNC110 - another process's state
                     await trio.sleep(0.5)
 
@@ -219,21 +225,3 @@ async def test_a_2026_remote_backend_hears_the_calling_client_s_capabilities(
                 assert seen[types.PROTOCOL_VERSION_META_KEY] == "2026-07-28"
                 # assern's own requests (its listings) still declare what assern relays
                 assert text_in((await client.call_tool("remote_echo", {"text": "on"})).content[0]) == "on"
-
-
-async def test_a_remote_call_may_take_as_long_as_the_backend_s_timeout(
-    assern_env: AssernEnv, write_config: Callable[[str], Path]
-) -> None:
-    """A call that answers after 6 s is answered: nothing below the backend's own
-    `timeout` (here 30 s) gives up on it first, such as an HTTP client's read timeout
-    (httpx's default is 5 s). Both transports' clients get their timeouts from one
-    function (test_http_clients.py)."""
-    transport = "streamable-http"
-    port = free_port()
-    config = write_config(remote_table(port, transport, "timeout = 30\n"))
-    assern_env.env["REMOTE_TOKEN"] = "t"
-    async with remote_server(port, transport):
-        with trio.fail_after(60):
-            async with Client(assern_env.serve(config), mode="legacy") as client:
-                slow = await client.call_tool("remote_sleep", {"seconds": 6})
-                assert text_in(slow.content[0]) == "slept 6 s"
