@@ -80,11 +80,18 @@ class Drained(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
-class KeepAlive(httpx2.AsyncBaseTransport):
-    """httpx's transport, each POST answer `Drained` when it is closed."""
+class Wrapping(httpx2.AsyncBaseTransport):
+    """A transport around httpx's own (`inner`)."""
 
-    def __init__(self) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+        self._inner = inner if inner is not None else httpx2.AsyncHTTPTransport()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class KeepAlive(Wrapping):
+    """httpx's transport, each POST answer `Drained` when it is closed."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(quiet_allowed(request))
@@ -97,20 +104,17 @@ class KeepAlive(httpx2.AsyncBaseTransport):
             extensions=response.extensions,
         )
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
 
 def streamable_client(headers: dict[str, str], call_timeout: float) -> httpx2.AsyncClient:
     """The HTTP client of a streamable-HTTP backend."""
     return httpx2.AsyncClient(headers=headers, timeout=timeouts(call_timeout), transport=KeepAlive())
 
 
-class PostsReachIt(httpx2.AsyncBaseTransport):
+class PostsReachIt(Wrapping):
     """httpx's transport, a POST that cannot reach the server reported to `lost`."""
 
-    def __init__(self, lost: Callable[[str], None]) -> None:
-        self._inner = httpx2.AsyncHTTPTransport()
+    def __init__(self, lost: Callable[[str], None], inner: httpx2.AsyncBaseTransport | None = None) -> None:
+        super().__init__(inner)
         self._lost = lost
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -120,9 +124,6 @@ class PostsReachIt(httpx2.AsyncBaseTransport):
             if request.method == "POST":
                 self._lost(f"could not post to it: {type(exc).__name__}: {exc}")
             raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def sse_client_factory(lost: Callable[[str], None], call_timeout: float) -> Callable[..., httpx2.AsyncClient]:

@@ -222,11 +222,7 @@ class ModernLane:
                 "tools/call", forward, context, raw, None
             )
             return through
-        try:
-            await wake.wait()
-        except trio.Cancelled:
-            spliced.cancel()
-            raise
+        await _until(wake, spliced)
         if late.flight is None:  # answered without a question to the client
             late.closed = True
             done: dict[str, Any] = await self._finish(taken, started, answer.result())
@@ -248,11 +244,7 @@ class ModernLane:
     ) -> Any:
         """A spliced call whose backend asked the client something, in its flight from
         then on (`ctx.peer` turns the asks into rounds)."""
-        try:
-            await answer.done.wait()
-        except trio.Cancelled:
-            spliced.cancel()
-            raise
+        await _until(answer.done, spliced)
         return await self._finish(call, started, answer.result())
 
     async def _through_mailbox(
@@ -286,3 +278,12 @@ class ModernLane:
             if replaced is not None:
                 return complete(dump_result(replaced))
         return complete(result) if isinstance(result, dict) else result
+
+
+async def _until(event: trio.Event, spliced: SplicedCall) -> None:
+    """Wait for `event`; a call cancelled meanwhile is cancelled at its backend too."""
+    try:
+        await event.wait()
+    except trio.Cancelled:
+        spliced.cancel()
+        raise

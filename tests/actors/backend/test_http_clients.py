@@ -40,9 +40,9 @@ class Seen(httpx2.AsyncBaseTransport):
 
 
 async def test_an_event_stream_may_stay_quiet_while_a_post_is_held_to_the_read_timeout() -> None:
-    for transport in (KeepAlive(), PostsReachIt(lambda why: None)):
+    for wrapping in (KeepAlive, partial(PostsReachIt, lambda why: None)):
         seen = Seen()
-        transport._inner = seen  # type: ignore[assignment]
+        transport = wrapping(inner=seen)
         async with httpx2.AsyncClient(transport=transport, timeout=timeouts(60.0)) as client:
             await client.get("http://server.test/mcp")
             await client.post("http://server.test/mcp", content=b"{}")
