@@ -33,11 +33,13 @@ from assern.actors.identity import __version__
 from assern.app.ctl.render import table
 from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
+from assern.app.loading import Uncollected
 from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from types import ModuleType
 
     from assern.app.detach import LauncherLink
     from assern.app.election import Primary, Proxy
@@ -146,8 +148,10 @@ def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket 
         return None  # `assern serve` opens a port only when asked to: `--http`
     # Imported only now: a start without HTTP never loads the HTTP stack.
     from assern.actors.config.listen import BindError, listen_problems, parse_bind
-    from assern.actors.listener.http.server import BindFailed, bind_socket
-    from assern.app.tree import HttpSocket
+
+    with Uncollected():
+        from assern.actors.listener.http.server import BindFailed, bind_socket
+        from assern.app.tree import HttpSocket
 
     try:
         bind = parse_bind(given) if given else config.listen.http
@@ -215,6 +219,11 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
     return 0
 
 
+def _load(module: str) -> ModuleType:
+    with Uncollected():
+        return importlib.import_module(module)
+
+
 async def _serve_tree(
     config: ResolvedConfig,
     load: Callable[[], ResolvedConfig],
@@ -244,7 +253,7 @@ async def _serve_tree(
             nursery.start_soon(door.run)
             # Imported here, after the fork (the launcher that only waits stays small),
             # and in a thread: the door answers meanwhile.
-            tree_module = await trio.to_thread.run_sync(importlib.import_module, "assern.app.tree")
+            tree_module = await trio.to_thread.run_sync(_load, "assern.app.tree")
             hosting = (
                 tree_module.Hosting(primary=primary[0], launcher=primary[1]) if primary is not None else None
             )
@@ -266,7 +275,9 @@ async def _serve_tree(
 
 def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     from assern.app.election import Proxy
-    from assern.app.tree import Hosting, Tree
+
+    with Uncollected():
+        from assern.app.tree import Hosting, Tree
 
     if not sharing_enabled(environ()):
         print("assern daemon: nothing to do with ASSERN_NO_INSTANCE_SHARING set (no socket)", file=sys.stderr)

@@ -99,6 +99,9 @@ def main() -> int:
         code = quick_proxy(argv, os.environ, cwd)
         if code is not None:
             return code
-    from assern.app.cli import assern_main
+    from assern.app.loading import Uncollected
+
+    with Uncollected():
+        from assern.app.cli import assern_main
 
     return assern_main(argv)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from assern.app.loading import Uncollected
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -23,9 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`assernctl`: `config …` inspects configuration; everything else talks to assern."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["config"]:
-        from assern.app.ctl.config import config_main
+        with Uncollected():
+            from assern.app.ctl.config import config_main
 
         return config_main(args[1:])
-    from assern.app.ctl.parser import ctl_main
+    with Uncollected():
+        from assern.app.ctl.parser import ctl_main
 
     return ctl_main(args)
