@@ -33,7 +33,7 @@ from assern.actors.identity import __version__
 from assern.app.ctl.render import table
 from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
-from assern.app.loading import Uncollected
+from assern.app.loading import FullCollectionsDeferred
 from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
@@ -149,7 +149,7 @@ def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket 
     # Imported only now: a start without HTTP never loads the HTTP stack.
     from assern.actors.config.listen import BindError, listen_problems, parse_bind
 
-    with Uncollected():
+    with FullCollectionsDeferred():
         from assern.actors.listener.http.server import BindFailed, bind_socket
         from assern.app.tree import HttpSocket
 
@@ -220,7 +220,7 @@ def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[
 
 
 def _load(module: str) -> ModuleType:
-    with Uncollected():
+    with FullCollectionsDeferred():
         return importlib.import_module(module)
 
 
@@ -276,7 +276,7 @@ async def _serve_tree(
 def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     from assern.app.election import Proxy
 
-    with Uncollected():
+    with FullCollectionsDeferred():
         from assern.app.tree import Hosting, Tree
 
     if not sharing_enabled(environ()):

@@ -99,9 +99,9 @@ def main() -> int:
         code = quick_proxy(argv, os.environ, cwd)
         if code is not None:
             return code
-    from assern.app.loading import Uncollected
+    from assern.app.loading import FullCollectionsDeferred
 
-    with Uncollected():
+    with FullCollectionsDeferred():
         from assern.app.cli import assern_main
 
     return assern_main(argv)

@@ -66,9 +66,9 @@ async def with_tree(
     config: ResolvedConfig, load: Callable[[], ResolvedConfig], body: Callable[[Tree], Awaitable[T]]
 ) -> T:
     """Start the tree, wait until its backends settled and are listed, run `body`, stop."""
-    from assern.app.loading import Uncollected
+    from assern.app.loading import FullCollectionsDeferred
 
-    with Uncollected():
+    with FullCollectionsDeferred():
         from assern.app.tree import Tree
 
     tree = Tree(config, load, stdio=False, handle_signals=False, run_dir=run_dir())

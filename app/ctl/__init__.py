@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from assern.app.loading import Uncollected
+from assern.app.loading import FullCollectionsDeferred
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -25,11 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`assernctl`: `config …` inspects configuration; everything else talks to assern."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["config"]:
-        with Uncollected():
+        with FullCollectionsDeferred():
             from assern.app.ctl.config import config_main
 
         return config_main(args[1:])
-    with Uncollected():
+    with FullCollectionsDeferred():
         from assern.app.ctl.parser import ctl_main
 
     return ctl_main(args)

@@ -1,4 +1,4 @@
-"""Loading modules without the cyclic collector (app/loading.py)."""
+"""Loading modules without the collector's full passes (app/loading.py)."""
 
 from __future__ import annotations
 
@@ -8,43 +8,46 @@ from collections.abc import Iterator
 
 import pytest
 
-from assern.app.loading import Uncollected
+from assern.app.loading import DEFERRED, FullCollectionsDeferred
+
+FOUND = (700, 10, 10)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def collector() -> Iterator[None]:
-    """Leave the collector of this test process as it was found, nothing frozen."""
-    was = gc.isenabled()
+    """Each test starts from CPython's default thresholds; the process's own come back."""
+    before = gc.get_threshold()
+    gc.set_threshold(*FOUND)
     yield
     gc.unfreeze()
-    if was:
-        gc.enable()
-    else:
-        gc.disable()
+    gc.set_threshold(*before)
 
 
-@pytest.mark.usefixtures("collector")
-def test_the_collector_is_off_inside_on_after_and_what_was_loaded_is_frozen() -> None:
-    gc.enable()
+def test_full_passes_wait_for_the_end_of_the_block_and_what_it_loaded_is_frozen() -> None:
     gc.unfreeze()
-    with Uncollected():
-        assert not gc.isenabled()
+    with FullCollectionsDeferred():
+        assert gc.get_threshold() == (700, 10, DEFERRED)
         loaded = [[n] for n in range(1000)]  # objects the collector tracks
-    assert gc.isenabled()
+    assert gc.get_threshold() == FOUND
     assert gc.get_freeze_count() >= len(loaded)
 
 
-@pytest.mark.usefixtures("collector")
-def test_a_collector_turned_off_before_stays_off() -> None:
-    gc.disable()
-    with Uncollected():
-        pass
-    assert not gc.isenabled()
+def test_overlapping_blocks_leave_the_thresholds_found_before_the_first() -> None:
+    first, second = FullCollectionsDeferred(), FullCollectionsDeferred()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first ends before the second
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == FOUND
+    first.__enter__()
+    second.__enter__()
+    second.__exit__(None, None, None)  # nested: inner first
+    assert gc.get_threshold()[2] == DEFERRED
+    first.__exit__(None, None, None)
+    assert gc.get_threshold() == FOUND
 
 
-@pytest.mark.usefixtures("collector")
-def test_a_failed_import_turns_the_collector_back_on() -> None:
-    gc.enable()
-    with pytest.raises(ModuleNotFoundError), Uncollected():
+def test_a_failed_import_restores_the_thresholds() -> None:
+    with pytest.raises(ModuleNotFoundError), FullCollectionsDeferred():
         importlib.import_module("assern.no_such_module")
-    assert gc.isenabled()
+    assert gc.get_threshold() == FOUND

@@ -71,7 +71,7 @@ from __future__ import annotations
 import gc
 
 # The SDK's import builds hundreds of pydantic models: without collector passes over them
-# a start takes a sixth less CPU (the end-to-end tests start this server hundreds of times).
+# a start takes a sixth less CPU (the end-to-end tests start it hundreds of times; RSS is no concern).
 gc.disable()
 
 import argparse
