@@ -9,10 +9,10 @@ of the CPU of a start (the imports of `assern serve --http`: 1.96 s to 1.74 s).
 `FullCollectionsDeferred()` keeps the young passes (the import's own short-lived
 cycles are still freed: the peak RSS stays within 0.3 MB of a start with the collector
 untouched, where turning it off altogether, 1.61 s, cost 2 MB) and defers the full
-ones until the block ends; then it freezes what exists (`gc.freeze`: moved to a permanent generation that
-later passes skip, so a full collection in a process that runs for days walks only
-what it made since, not the models again). Standard library only: the quick path of
-app/quick.py uses it.
+ones until the block ends; then it freezes what exists (`gc.freeze`: moved to a
+permanent generation that later passes skip, so a full collection in a process that
+runs for days walks only what it made since, not the models again). Standard library
+only: the quick path of app/quick.py uses it.
 """
 
 from __future__ import annotations
