@@ -35,3 +35,5 @@ def test_the_smoke_run_measures_a_path_against_direct(tmp_path: Path) -> None:
         assert row["direct"]["median_ms"] > 0
         assert row["through"]["median_ms"] > 0
         assert row["throughput"]["through"]["calls_per_s"] > 0
+        assert row["aggregator_cpu_per_call_us"] > 0  # its process's CPU over the calls through it
+    assert "its CPU per call" in done.stdout

@@ -20,7 +20,10 @@ bench server's `echo`:
   peer of assern → http).
 
 Per-call figures come from alternating blocks (direct, then the path), so drift hits
-both; throughput is 8 concurrent callers for a fixed window, alternating too.
+both; throughput is 8 concurrent callers for a fixed window, alternating too. The
+aggregator's CPU per sequential call (its process's user and system time over the
+blocks through it, from /proc) is the figure that drifts least with the machine's
+speed: compare changes of the front with it.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ sys.path.insert(0, str(BENCH))
 
 from measure import Caller, CallFailed, per_call, throughput  # noqa: E402
 from peers import BENCH_SERVER, FASTMCP, FASTMCP_HUB, base_env, setup_peer  # noqa: E402
+from procs import cpu_seconds  # noqa: E402
 
 
 async def until_listening(port: int, limit: float = 60.0) -> None:
@@ -165,11 +169,13 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         if args.only:
             paths = [path for path in paths if any(part in path[0] for part in args.only)]
         for name, argv, penv, ready, era in paths:
-            async with process(argv, penv, ready) as (_, found):
+            async with process(argv, penv, ready) as (front, found):
                 url = found
                 async with Client(direct_url, mode=era) as direct, Client(url, mode=era) as through:
                     d, t = caller(direct, ""), caller(through, "b01_")
-                    figures = await per_call(d, t, blocks, block, warmup, budget)
+                    figures = await per_call(
+                        d, t, blocks, block, warmup, budget, cpu=lambda pid=front.pid: cpu_seconds(pid)
+                    )
                     figures["throughput"] = await throughput(d, t, 1, 8, window, rounds)
                 results[name] = figures
                 print(
@@ -177,7 +183,8 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                     f"{figures['through']['median_ms']:.3f} ms (p99 {figures['through']['p99_ms']:.3f}); "
                     f"overhead {figures['overhead_median_us'] / 1000:.3f} ms median; "
                     f"{figures['throughput']['through']['calls_per_s']:.0f} calls/s "
-                    f"(direct {figures['throughput']['direct']['calls_per_s']:.0f})",
+                    f"(direct {figures['throughput']['direct']['calls_per_s']:.0f}); "
+                    f"its CPU per call {figures['aggregator_cpu_per_call_us'] / 1000:.2f} ms",
                     flush=True,
                 )
     return results
