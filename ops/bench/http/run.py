@@ -37,6 +37,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -174,7 +175,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 async with Client(direct_url, mode=era) as direct, Client(url, mode=era) as through:
                     d, t = caller(direct, ""), caller(through, "b01_")
                     figures = await per_call(
-                        d, t, blocks, block, warmup, budget, cpu=lambda pid=front.pid: cpu_seconds(pid)
+                        d, t, blocks, block, warmup, budget, cpu=partial(cpu_seconds, front.pid)
                     )
                     figures["throughput"] = await throughput(d, t, 1, 8, window, rounds)
                 results[name] = figures
