@@ -9,7 +9,8 @@ backend when a test needs one. Run it by path (this folder is not a package):
 
 It speaks MCP over stdio with the official SDK's low-level `Server` (both the
 2025 handshake protocol and the 2026-07-28 per-request protocol unless a flag
-says otherwise). Diagnostics go to stderr only: stdout carries the protocol.
+says otherwise), or with `--http PORT` over streamable HTTP (the SDK's app under
+hypercorn). Diagnostics go to stderr only: stdout carries the protocol.
 
 Tools (results are a single text content block):
     echo(text)            -> exactly `text`
@@ -62,6 +63,8 @@ Flags (see `--help`):
     --crash-on-start-if FILE    the same, but only while FILE exists (starts fine, then fails)
     --modern-only               refuse `initialize`: 2026-07-28 clients only
     --legacy-only               refuse `server/discover`: 2025 handshake clients only
+    --http PORT                 serve streamable HTTP at http://127.0.0.1:PORT/mcp (0: any),
+                                printing `ready PORT` on stderr once it listens
 
 Without --hang-on-start the process exits (status 0) when its stdin closes.
 """
@@ -89,6 +92,7 @@ from urllib.parse import unquote
 
 import anyio
 import mcp_types as types
+import trio
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.runner import serve_loop
@@ -639,7 +643,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     mode.add_argument("--modern-only", action="store_true", help="refuse the initialize handshake")
     mode.add_argument("--legacy-only", action="store_true", help="serve only the initialize handshake era")
+    parser.add_argument(
+        "--http",
+        type=int,
+        metavar="PORT",
+        help="serve streamable HTTP at http://127.0.0.1:PORT/mcp instead of stdio (0: any port); "
+        "prints `ready PORT` on stderr once it listens",
+    )
     return parser.parse_args(argv)
+
+
+async def serve_http(server: Any, port: int) -> None:
+    """The server as the SDK's streamable-HTTP app, under hypercorn's trio worker."""
+    from hypercorn.config import Config
+    from hypercorn.trio import serve as hypercorn_serve
+
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.accesslog = None
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(hypercorn_serve, server.streamable_http_app(), config)
+        print(f"ready {binds[0].rsplit(':', 1)[1]}", file=sys.stderr, flush=True)
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -658,6 +682,9 @@ async def serve(args: argparse.Namespace) -> None:
     # Polling on purpose, as `gate`: the test's only signal is a file it creates.
     while args.start_gate and not os.path.exists(args.start_gate):  # noqa: ASYNC110, ASYNC240
         await anyio.sleep(0.01)
+    if args.http is not None:
+        await serve_http(server, args.http)
+        return
     async with stdio_server() as (read_stream, write_stream):
         if args.legacy_only:
             # The handshake-only loop: 2026-07-28 requests (server/discover) are refused.
