@@ -112,8 +112,9 @@ class BackendActor:
 
     @property
     def fast_path(self) -> bool:
-        """Whether calls may be spliced now (splice.py's `SpliceLane`)."""
-        return self.calls.fast_path
+        """Whether calls may take the raw lane now (splice.py's `SpliceLane`): spliced, or
+        posted to a streamable-HTTP backend (through the mailbox, `ForwardCall`)."""
+        return self.calls.fast_path or self._link.poster is not None
 
     def splice(
         self,

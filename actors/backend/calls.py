@@ -100,7 +100,7 @@ class CallDesk:
         self.calls_total = 0
         #: when a call last started or ended (trio time): the ping and idle watchers read it
         self.last_activity = 0.0
-        #: whether tools/call may take the raw lane (a stdio backend on a handshake version)
+        #: whether tools/call may be spliced (a ready stdio backend on a handshake version)
         self.fast_path = False
         self.begin(ProcessLink())
 
@@ -313,9 +313,8 @@ class CallDesk:
                     msg.name, msg.arguments, meta=msg.meta, progress=on_progress, rounds=msg.rounds
                 )
             case ForwardCall():
-                forwarder = self._link.forwarder
-                if forwarder is None:
-                    raise ForwardLost("the backend is not running")
+                # Over stdio, on its pipes; to a streamable-HTTP backend, posted (http_lane.py).
+                requester = self._link.forwarder or self._link.poster
                 sink = msg.progress
 
                 async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -323,12 +322,20 @@ class CallDesk:
                     if sink is not None:
                         await sink(progress, total, message)
 
+                if requester is None:  # a backend that came back without a raw lane
+                    result = await session.call_tool(
+                        msg.name, msg.arguments, meta=msg.meta, progress=forward_progress
+                    )
+                    dumped = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    if dumped.get("resultType") == "complete":
+                        del dumped["resultType"]  # the model's default; a handshake-era result has none
+                    return dumped
                 params: dict[str, Any] = {"name": msg.name}
                 if msg.arguments is not None:
                     params["arguments"] = msg.arguments
                 if msg.meta:
                     params["_meta"] = msg.meta
-                return await forwarder.request(
+                return await requester.request(
                     "tools/call", params, forward_progress if sink is not None else None
                 )
             case ReadResource():

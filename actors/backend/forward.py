@@ -63,6 +63,20 @@ class Sink(Protocol):
         """The process went away before answering; the request is no longer pending."""
 
 
+class Requester(Protocol):
+    """Who sends a backend a request and waits for its result dict: a stdio backend's
+    `Forwarder`, or a streamable-HTTP backend's `PostLane` (http_lane.py)."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        """The result dict; RpcError for an error response, ForwardLost when the backend is gone."""
+        ...
+
+
 def swap_id(line: bytes, ours: str, theirs: str | int) -> bytes | None:
     """`line` with our request id in it replaced by `theirs`, as a line to send on.
 

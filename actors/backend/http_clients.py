@@ -91,12 +91,21 @@ class Wrapping(httpx2.AsyncBaseTransport):
 
 
 class KeepAlive(Wrapping):
-    """httpx's transport, each POST answer `Drained` when it is closed."""
+    """httpx's transport, each POST answer `Drained` when it is closed; it notes the
+    session id the server gives (for the raw lane, http_lane.py)."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport | None = None) -> None:
+        super().__init__(inner)
+        #: the `Mcp-Session-Id` of the server's latest answer to a POST that set one
+        self.session_id: str | None = None
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(quiet_allowed(request))
         if request.method != "POST" or not isinstance(response.stream, httpx2.AsyncByteStream):
             return response  # the GET event stream is closed only to end it
+        session_id = response.headers.get("mcp-session-id")
+        if session_id:
+            self.session_id = session_id
         return httpx2.Response(
             response.status_code,
             headers=response.headers,
@@ -105,9 +114,13 @@ class KeepAlive(Wrapping):
         )
 
 
-def streamable_client(headers: dict[str, str], call_timeout: float) -> httpx2.AsyncClient:
-    """The HTTP client of a streamable-HTTP backend."""
-    return httpx2.AsyncClient(headers=headers, timeout=timeouts(call_timeout), transport=KeepAlive())
+def streamable_client(
+    headers: dict[str, str], call_timeout: float, transport: KeepAlive | None = None
+) -> httpx2.AsyncClient:
+    """The HTTP client of a streamable-HTTP backend (over `transport`, or a new `KeepAlive`)."""
+    return httpx2.AsyncClient(
+        headers=headers, timeout=timeouts(call_timeout), transport=transport or KeepAlive()
+    )
 
 
 class PostsReachIt(Wrapping):

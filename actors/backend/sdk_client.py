@@ -34,7 +34,7 @@ from mcp.shared.subscriptions import (
     ToolsListChanged,
 )
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.driven_rounds import drive, input_required
@@ -482,18 +482,65 @@ def _transport(
 ) -> AbstractAsyncContextManager[TransportStreams] | str:
     if spec.transport == "stdio":
         return stdio_streams(spec, link, hooks)
-    from assern.actors.backend.http_clients import sse_client_factory, streamable_client
-
     if spec.transport == "sse":
         from mcp.client.sse import sse_client
+
+        from assern.actors.backend.http_clients import sse_client_factory
 
         factory = sse_client_factory(hooks.lost, spec.timeout)
         streams = sse_client(spec.url or "", headers=dict(spec.headers), httpx_client_factory=factory)
         return _end_is_exit(streams, hooks.lost)
+    return _streamable(spec, link, hooks)
+
+
+@contextlib.asynccontextmanager
+async def _streamable(
+    spec: ServerSpec, link: ProcessLink, hooks: SessionHooks
+) -> AsyncIterator[TransportStreams]:
+    """The SDK's streamable-HTTP transport, with what the raw lane needs (http_lane.py):
+    `link.open_lane` makes it once the session is known. The messages of the raw lane's
+    answers that are not its own go into the SDK's read stream (`inject`)."""
     from mcp.client.streamable_http import streamable_http_client
 
-    client = streamable_client(dict(spec.headers), spec.timeout)
-    return streamable_http_client(spec.url or "", http_client=client)
+    from assern.actors.backend.http_clients import KeepAlive, streamable_client
+    from assern.actors.backend.http_lane import PostLane
+
+    keep_alive = KeepAlive()
+    url = spec.url or ""
+    async with (
+        streamable_client(dict(spec.headers), spec.timeout, keep_alive) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+    ):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
+
+        async def pump() -> None:
+            async with send:
+                async for item in read:
+                    await send.send(item)
+
+        async def inject(raw: Any) -> None:
+            item = raw if isinstance(raw, Exception) else parse_message(raw)
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await send.send(item)
+
+        def open_lane(protocol_version: str) -> PostLane:
+            return PostLane(
+                client,
+                url,
+                session_id=keep_alive.session_id,
+                protocol_version=protocol_version,
+                inject=inject,
+                lost=hooks.lost,
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump)
+            link.open_lane = open_lane
+            try:
+                yield receive, write
+            finally:
+                link.open_lane = None
+                nursery.cancel_scope.cancel()
 
 
 @contextlib.asynccontextmanager
@@ -539,9 +586,15 @@ async def open_sdk_session(
             elicitation_callback=callbacks.elicitation,
             list_roots_callback=callbacks.roots,
         ) as client:
-            yield SdkSession(
-                client, hooks, link.forwarder if spec.transport == "stdio" else None, client_info
-            )
+            version = client.protocol_version
+            if link.open_lane is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
+                link.poster = link.open_lane(version)
+            try:
+                yield SdkSession(
+                    client, hooks, link.forwarder if spec.transport == "stdio" else None, client_info
+                )
+            finally:
+                link.poster = None
 
 
 # ------------------------------------------------------------ stdio, for the SDK

@@ -67,7 +67,9 @@ class SpliceLane(Protocol):
 
     @property
     def fast_path(self) -> bool:
-        """Whether calls may be spliced now: a ready stdio backend on a handshake version."""
+        """Whether tools/call may take the raw lane now: a ready backend on a handshake
+        version, over stdio (spliced) or streamable HTTP (`splice` declines; the call
+        takes the mailbox as a `ForwardCall`, posted as it came: http_lane.py)."""
         ...
 
     def splice(

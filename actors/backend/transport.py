@@ -16,19 +16,20 @@ from __future__ import annotations
 import contextlib
 import shutil
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import trio
 
-from assern.actors.backend.forward import STOPPING, Forwarder
+from assern.actors.backend.forward import STOPPING, Forwarder, Requester
 from assern.actors.jsonrpc import framing
 from assern.supervisor.io.process import ChildProcess, spawn, stop_process
 from assern.supervisor.io.reader import LineReader, LineTooLong
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator
 
     from assern.actors.config.spec import ServerSpec
 
@@ -42,6 +43,10 @@ class ProcessLink:
     process: ChildProcess | None = None
     #: the request table and stdin of this process (set while the process runs)
     forwarder: Forwarder | None = None
+    #: a streamable-HTTP backend's raw lane (set while its handshake-era session runs)
+    poster: Requester | None = None
+    #: makes that lane for the session's protocol version (set while its transport runs)
+    open_lane: Callable[[str], Requester] | None = None
     exited: trio.Event = attrs.field(factory=trio.Event)
     exit_code: int | None = None
     stderr_tail: deque[str] = attrs.field(factory=lambda: deque(maxlen=STDERR_TAIL))

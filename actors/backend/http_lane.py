@@ -1,0 +1,210 @@
+"""The raw lane to a streamable-HTTP backend: a request's JSON posted in the SDK's session.
+
+A tools/call that a client sent as JSON (the raw lanes, actors/listener/raw_lane.py
+and modern_lane.py) reaches a stdio backend as that JSON and comes back as the JSON
+the backend wrote. To an HTTP backend it went through the SDK's client instead: its
+models built and checked on the way out and back, and its transport's task per
+message, about twice the CPU of the POST itself. `PostLane.request` posts the request
+straight to the backend's endpoint, with the id, session and protocol version of
+the SDK session that holds the connection (its `Mcp-Session-Id` and
+`MCP-Protocol-Version`), on the same HTTP client and kept-alive connections, and
+returns the result as the backend wrote it, as `Forwarder.request` does over stdio.
+
+What the answer carries besides the response (the POST's SSE stream):
+- progress notifications for the request go to its progress sink;
+- every other message (a log message, `list_changed`, a server-to-client request
+  such as sampling or roots) is handed to the SDK session (`inject`) as if its
+  transport had read it: the session's callbacks route it, and the session posts the
+  answer to a request itself.
+
+Its ends:
+- the client cancels: the POST is dropped and the backend is sent
+  `notifications/cancelled` for the request, as the handshake era asks;
+- the backend answers a JSON-RPC error (in the body of any status): `RpcError`;
+- the backend no longer knows the session (HTTP 404), or cannot be reached: the
+  connection is lost, `lost` is told (the backend's exit: it is restarted) and the
+  call fails with `ForwardLost`;
+- any other status, a 202, an answer that is not JSON, a stream that ends without
+  the response: `RpcError` naming it.
+
+Only handshake-era sessions take this lane: a 2026-07-28 request carries headers
+derived from the tool's schema (`Mcp-Param-*`) that the SDK's client computes.
+Importing this module loads httpx: it is imported only when a remote backend starts.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any, cast
+
+import httpx2
+import mcp_types as types
+import trio
+
+from assern.actors.backend.forward import ForwardLost, error_of
+from assern.actors.jsonrpc import framing
+from assern.actors.jsonrpc.errors import RpcError
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, Awaitable, Callable
+
+    from assern.actors.backend.messages import ProgressSink
+
+#: how long the notice of a cancelled request may take to post (off the call's path)
+CANCEL_NOTICE_LIMIT = 5.0
+#: the largest SSE event of an answer (the SDK client's own limit)
+MAX_EVENT_SIZE = 1024 * 1024
+#: how long the rest of an SSE answer is read after the response (a server closes the
+#: stream right after it; one that does not is left after this, its connection dropped)
+DRAIN_LIMIT = 1.0
+
+
+class PostLane:
+    """Requests posted straight to one streamable-HTTP backend, in an SDK session's session.
+
+    Args:
+        client: The session's HTTP client (its headers, timeouts and connection pool).
+        url: The backend's MCP endpoint.
+        session_id: The session's `Mcp-Session-Id` (None if the server gave none).
+        protocol_version: The version the session negotiated (a handshake-era one).
+        inject: Hands a message of the answer that is not this request's to the SDK
+            session, as if its transport had read it.
+        lost: Told why, once the connection to the backend is lost.
+    """
+
+    def __init__(
+        self,
+        client: httpx2.AsyncClient,
+        url: str,
+        *,
+        session_id: str | None,
+        protocol_version: str,
+        inject: Callable[[Any], Awaitable[None]],
+        lost: Callable[[str], None],
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._inject = inject
+        self._lost = lost
+        self._headers = {
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json",
+            "mcp-protocol-version": protocol_version,
+        }
+        if session_id:
+            self._headers["mcp-session-id"] = session_id
+        self._next = 0
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        progress: ProgressSink | None = None,
+    ) -> dict[str, Any]:
+        """Post one request and return its result dict, as the backend wrote it.
+
+        Raises RpcError for an error response (or an answer that is not one) and
+        ForwardLost when the connection to the backend is lost. On cancellation the
+        backend is sent `notifications/cancelled` for the request.
+        """
+        self._next += 1
+        request_id = f"h{self._next}"  # never one of the SDK's integer ids
+        if progress is not None:
+            meta = dict((params or {}).get("_meta") or {})
+            meta["progressToken"] = request_id
+            params = {**(params or {}), "_meta": meta}
+        body = framing.request(request_id, method, params)
+        try:
+            async with self._client.stream(
+                "POST", self._url, content=body, headers=self._headers
+            ) as response:
+                message = await self._answer(response, request_id, progress)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTICE_LIMIT):
+                await self._notify_cancelled(request_id)
+            raise
+        except httpx2.TimeoutException as exc:
+            raise RpcError(types.INTERNAL_ERROR, f"the server did not answer in time: {exc}") from None
+        except httpx2.HTTPError as exc:
+            raise self._gone(f"could not post to it: {type(exc).__name__}: {exc}") from None
+        if "result" not in message:
+            raise error_of(message)
+        result = message["result"]
+        if not isinstance(result, dict):
+            raise RpcError(types.INTERNAL_ERROR, f"the backend's {method} result is not a JSON object")
+        return result
+
+    def _gone(self, why: str) -> ForwardLost:
+        self._lost(why)
+        return ForwardLost(why)
+
+    async def _answer(
+        self, response: httpx2.Response, request_id: str, progress: ProgressSink | None
+    ) -> dict[str, Any]:
+        """The response message to `request_id` in `response` (a dict with `result` or `error`)."""
+        status = response.status_code
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if status == 404:
+            raise self._gone("the server no longer knows assern's session (HTTP 404)")
+        if status == 202:
+            raise RpcError(types.INVALID_REQUEST, "the server answered a request with 202 Accepted")
+        if kind == "application/json":
+            message = _decoded(await response.aread())
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                return message
+            if status == 200:
+                raise RpcError(types.INTERNAL_ERROR, "the server's answer is not a JSON-RPC response")
+        if status != 200:
+            raise RpcError(types.INTERNAL_ERROR, f"the server answered HTTP {status}")
+        if kind != "text/event-stream":
+            raise RpcError(types.INTERNAL_ERROR, f"the server answered an unexpected content type: {kind!r}")
+        answer: dict[str, Any] | None = None
+        # Read to the stream's end (the server closes it after the response): its
+        # connection then carries the next request, and no reader is left half-way.
+        with trio.CancelScope() as rest:
+            source = httpx2.EventSource(response, max_event_size=MAX_EVENT_SIZE)
+            async with aclosing(
+                cast("AsyncGenerator[httpx2.ServerSentEvent, None]", aiter(source))
+            ) as events:
+                async for event in events:
+                    if not event.data:
+                        continue  # a priming event (its id only)
+                    message = _decoded(event.data)
+                    if not isinstance(message, dict):
+                        await self._inject(message)
+                    elif message.get("id") == request_id and ("result" in message or "error" in message):
+                        answer = message
+                        rest.deadline = trio.current_time() + DRAIN_LIMIT
+                    elif progress is not None and _progress_of(message, request_id):
+                        params = message["params"]
+                        await progress(params.get("progress", 0), params.get("total"), params.get("message"))
+                    else:
+                        await self._inject(message)
+        if answer is not None:
+            return answer
+        raise RpcError(types.INTERNAL_ERROR, "the server's event stream ended without an answer")
+
+    async def _notify_cancelled(self, request_id: str) -> None:
+        note = framing.notification(
+            "notifications/cancelled", {"requestId": request_id, "reason": "cancelled by the client"}
+        )
+        try:
+            await self._client.post(self._url, content=note, headers=self._headers)
+        except httpx2.HTTPError:
+            pass  # the backend is gone: nothing left to cancel
+
+
+def _decoded(data: bytes | str) -> Any:
+    """A JSON value of the backend, or the ValueError saying why it is none (for `inject`)."""
+    try:
+        return framing.loads(data, checked=False)
+    except ValueError as exc:
+        return exc
+
+
+def _progress_of(message: dict[str, Any], request_id: str) -> bool:
+    """Whether `message` is a progress notification of the request `request_id`."""
+    if message.get("method") != "notifications/progress":
+        return False
+    params = message.get("params")
+    return isinstance(params, dict) and params.get("progressToken") == request_id

@@ -1,0 +1,224 @@
+"""The raw lane to a streamable-HTTP backend (http_lane.py), against a mock server: what
+it posts, and each way an answer can come back or fail."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx2
+import pytest
+import trio
+import trio.testing
+
+from assern.actors.backend.forward import ForwardLost
+from assern.actors.backend.http_lane import PostLane
+from assern.actors.jsonrpc.errors import RpcError
+
+URL = "http://backend.test/mcp"
+Handler = Callable[[httpx2.Request], Awaitable[httpx2.Response]]
+
+
+class Backend:
+    """A mock server: answers each POST with `answer(message)`, and keeps what came."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], httpx2.Response | Awaitable[httpx2.Response]]):
+        self.answer = answer
+        self.posted: list[tuple[dict[str, Any], httpx2.Headers]] = []
+        self.injected: list[Any] = []
+        self.lost: list[str] = []
+
+    async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        message = json.loads(request.content)
+        self.posted.append((message, request.headers))
+        answer = self.answer(message)
+        return answer if isinstance(answer, httpx2.Response) else await answer
+
+    def lane(self, client: httpx2.AsyncClient) -> PostLane:
+        async def inject(message: Any) -> None:
+            self.injected.append(message)
+
+        return PostLane(
+            client,
+            URL,
+            session_id="s-1",
+            protocol_version="2025-11-25",
+            inject=inject,
+            lost=self.lost.append,
+        )
+
+
+def client_of(backend: Backend) -> httpx2.AsyncClient:
+    return httpx2.AsyncClient(transport=httpx2.MockTransport(backend.handle))
+
+
+def sse(*messages: Any, priming: bool = True) -> httpx2.Response:
+    """An SSE answer carrying `messages` (a priming event first, as the SDK's server sends)."""
+    events = [b"id: 0\ndata: \n\n"] if priming else []
+    events += [b"event: message\ndata: " + json.dumps(m).encode() + b"\n\n" for m in messages]
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=b"".join(events))
+
+
+def reply(message: dict[str, Any], result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+
+async def test_a_call_is_posted_in_the_session_and_its_json_answer_returned_as_written() -> None:
+    backend = Backend(lambda m: httpx2.Response(200, json=reply(m, {"content": [], "extra": 1})))
+    async with client_of(backend) as client:
+        lane = backend.lane(client)
+        result = await lane.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
+        await lane.request("tools/call", {"name": "echo"})
+    assert result == {"content": [], "extra": 1}
+    (first, headers), (second, _) = backend.posted
+    assert first == {
+        "jsonrpc": "2.0",
+        "id": "h1",
+        "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "hi"}},
+    }
+    assert second["id"] == "h2"  # never one of the SDK session's integer ids
+    assert headers["mcp-session-id"] == "s-1"
+    assert headers["mcp-protocol-version"] == "2025-11-25"
+    assert headers["accept"] == "application/json, text/event-stream"
+
+
+async def test_an_sse_answer_hands_on_progress_and_every_other_message() -> None:
+    log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x"}}
+    ask = {"jsonrpc": "2.0", "id": 7, "method": "roots/list"}
+
+    def answer(m: dict[str, Any]) -> httpx2.Response:
+        token = m["params"]["_meta"]["progressToken"]
+        progress = {"progressToken": token, "progress": 1, "total": 2, "message": "half"}
+        other = {"progressToken": "someone-else", "progress": 1}
+        return sse(
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": progress},
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": other},
+            log,
+            ask,
+            reply(m, {"content": []}),
+        )
+
+    backend = Backend(answer)
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    async with client_of(backend) as client:
+        result = await backend.lane(client).request("tools/call", {"name": "slow"}, on_progress)
+    assert result == {"content": []}
+    assert seen == [(1, 2, "half")]
+    assert backend.posted[0][0]["params"]["_meta"] == {"progressToken": "h1"}
+    other = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": "someone-else", "progress": 1},
+    }
+    assert backend.injected == [other, log, ask]  # the SDK session routes and answers them
+
+
+async def test_an_sse_event_that_is_not_json_is_handed_on_as_its_error() -> None:
+    def answer(m: dict[str, Any]) -> httpx2.Response:
+        body = b"data: {not json\n\n" + sse(reply(m, {}), priming=False).content
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    backend = Backend(answer)
+    async with client_of(backend) as client:
+        assert await backend.lane(client).request("tools/call", {"name": "x"}) == {}
+    [error] = backend.injected
+    assert isinstance(error, ValueError)
+
+
+@pytest.mark.parametrize("status", [200, 400, 500])
+async def test_an_error_answer_is_raised_with_its_code_message_and_data(status: int) -> None:
+    error = {"code": -32602, "message": "bad arguments", "data": {"field": "text"}}
+    backend = Backend(
+        lambda m: httpx2.Response(status, json={"jsonrpc": "2.0", "id": m["id"], "error": error})
+    )
+    async with client_of(backend) as client:
+        with pytest.raises(RpcError) as raised:
+            await backend.lane(client).request("tools/call", {"name": "x"})
+    assert (raised.value.code, raised.value.message, raised.value.data) == (
+        -32602,
+        "bad arguments",
+        {"field": "text"},
+    )
+    assert backend.lost == []
+
+
+@pytest.mark.parametrize(
+    ("response", "expected"),
+    [
+        (httpx2.Response(202), "202 Accepted"),
+        (httpx2.Response(500, text="boom"), "HTTP 500"),
+        (httpx2.Response(200, json={"jsonrpc": "2.0", "method": "x"}), "not a JSON-RPC response"),
+        (httpx2.Response(200, text="hello", headers={"content-type": "text/plain"}), "'text/plain'"),
+        (sse(priming=True), "ended without an answer"),
+    ],
+)
+async def test_an_answer_that_is_none_is_a_clear_error_and_the_backend_stays(
+    response: httpx2.Response, expected: str
+) -> None:
+    backend = Backend(lambda m: response)
+    async with client_of(backend) as client:
+        with pytest.raises(RpcError) as raised:
+            await backend.lane(client).request("tools/call", {"name": "x"})
+    assert expected in raised.value.message
+    assert backend.lost == []
+
+
+async def test_a_result_that_is_not_an_object_is_an_error() -> None:
+    backend = Backend(lambda m: httpx2.Response(200, json=reply(m, [1, 2])))
+    async with client_of(backend) as client:
+        with pytest.raises(RpcError, match="result is not a JSON object"):
+            await backend.lane(client).request("tools/call", {"name": "x"})
+
+
+async def test_a_session_the_server_forgot_is_a_lost_connection() -> None:
+    backend = Backend(lambda m: httpx2.Response(404, text="no such session"))
+    async with client_of(backend) as client:
+        with pytest.raises(ForwardLost, match="HTTP 404"):
+            await backend.lane(client).request("tools/call", {"name": "x"})
+    assert backend.lost == ["the server no longer knows assern's session (HTTP 404)"]
+
+
+async def test_a_server_that_cannot_be_reached_is_a_lost_connection() -> None:
+    def refuse(message: dict[str, Any]) -> httpx2.Response:
+        raise httpx2.ConnectError("connection refused")
+
+    backend = Backend(refuse)
+    async with client_of(backend) as client:
+        with pytest.raises(ForwardLost, match="could not post to it: ConnectError: connection refused"):
+            await backend.lane(client).request("tools/call", {"name": "x"})
+    assert backend.lost == ["could not post to it: ConnectError: connection refused"]
+
+
+async def test_a_cancelled_call_is_cancelled_at_the_backend() -> None:
+    notices: list[dict[str, Any]] = []
+
+    async def answer(message: dict[str, Any]) -> httpx2.Response:
+        if "id" not in message:
+            notices.append(message)
+            return httpx2.Response(202)
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    backend = Backend(answer)
+    async with client_of(backend) as client:
+        lane = backend.lane(client)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lane.request, "tools/call", {"name": "wait"})
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.cancel_scope.cancel()
+    assert notices == [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "h1", "reason": "cancelled by the client"},
+        }
+    ]
+    [(_, headers)] = [(m, h) for m, h in backend.posted if "id" not in m]
+    assert headers["mcp-session-id"] == "s-1"
+    assert backend.lost == []
