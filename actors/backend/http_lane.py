@@ -15,7 +15,10 @@ What the answer carries besides the response (the POST's SSE stream):
 - every other message (a log message, `list_changed`, a server-to-client request
   such as sampling or roots) is handed to the SDK session (`inject`) as if its
   transport had read it: the session's callbacks route it, and the session posts the
-  answer to a request itself.
+  answer to a request itself;
+- once the response is in, the call returns; the rest of the stream (a server closes
+  it right after the response) is read by a task of its own (`_rest`), so that its
+  kept-alive connection carries the next request and a late message still goes on.
 
 Its ends:
 - the client cancels: the POST is dropped and the backend is sent
@@ -25,7 +28,7 @@ Its ends:
   connection is lost, `lost` is told (the backend's exit: it is restarted) and the
   call fails with `ForwardLost`;
 - any other status, a 202, an answer that is not JSON, a stream that ends without
-  the response: `RpcError` naming it.
+  the response or breaks a limit: `RpcError` naming it.
 
 Only handshake-era sessions take this lane: a 2026-07-28 request carries headers
 derived from the tool's schema (`Mcp-Param-*`) that the SDK's client computes.
@@ -34,7 +37,6 @@ Importing this module loads httpx: it is imported only when a remote backend sta
 
 from __future__ import annotations
 
-from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx2
@@ -50,8 +52,8 @@ if TYPE_CHECKING:
 
     from assern.actors.backend.messages import ProgressSink
 
-#: how long the notice of a cancelled request may take to post (off the call's path)
-CANCEL_NOTICE_LIMIT = 5.0
+#: how long the notice of a cancelled request may take to post (the cancelled call waits)
+CANCEL_NOTICE_LIMIT = 1.0
 #: the largest SSE event of an answer (the SDK client's own limit)
 MAX_EVENT_SIZE = 1024 * 1024
 #: how long the rest of an SSE answer is read after the response (a server closes the
@@ -70,6 +72,8 @@ class PostLane:
         inject: Hands a message of the answer that is not this request's to the SDK
             session, as if its transport had read it.
         lost: Told why, once the connection to the backend is lost.
+        spawn: Starts a task that outlives the call (`nursery.start_soon` of the
+            session's transport): it reads what an SSE answer carries after the response.
     """
 
     def __init__(
@@ -81,11 +85,13 @@ class PostLane:
         protocol_version: str,
         inject: Callable[[Any], Awaitable[None]],
         lost: Callable[[str], None],
+        spawn: Callable[..., object],
     ) -> None:
         self._client = client
         self._url = url
         self._inject = inject
         self._lost = lost
+        self._spawn = spawn
         self._headers = {
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
@@ -114,17 +120,22 @@ class PostLane:
             meta["progressToken"] = request_id
             params = {**(params or {}), "_meta": meta}
         body = framing.request(request_id, method, params)
+        post = self._client.build_request("POST", self._url, content=body, headers=self._headers)
         try:
-            async with self._client.stream(
-                "POST", self._url, content=body, headers=self._headers
-            ) as response:
+            response = await self._client.send(post, stream=True)
+            try:
                 message = await self._answer(response, request_id, progress)
+            except BaseException:
+                await response.aclose()
+                raise
         except trio.Cancelled:
             with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTICE_LIMIT):
                 await self._notify_cancelled(request_id)
             raise
         except httpx2.TimeoutException as exc:
             raise RpcError(types.INTERNAL_ERROR, f"the server did not answer in time: {exc}") from None
+        except httpx2.SSEError as exc:  # an event past the size limit, say: this answer only
+            raise RpcError(types.INTERNAL_ERROR, f"the server's event stream failed: {exc}") from None
         except httpx2.HTTPError as exc:
             raise self._gone(f"could not post to it: {type(exc).__name__}: {exc}") from None
         if "result" not in message:
@@ -141,7 +152,11 @@ class PostLane:
     async def _answer(
         self, response: httpx2.Response, request_id: str, progress: ProgressSink | None
     ) -> dict[str, Any]:
-        """The response message to `request_id` in `response` (a dict with `result` or `error`)."""
+        """The response message to `request_id` in `response` (a dict with `result` or `error`).
+
+        `response` is closed here once read, except an SSE stream that goes on after the
+        response: that is left to `_rest` (off the call's path), and closed there.
+        """
         status = response.status_code
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
         if status == 404:
@@ -150,6 +165,7 @@ class PostLane:
             raise RpcError(types.INVALID_REQUEST, "the server answered a request with 202 Accepted")
         if kind == "application/json":
             message = _decoded(await response.aread())
+            await response.aclose()
             if isinstance(message, dict) and ("result" in message or "error" in message):
                 return message
             if status == 200:
@@ -158,31 +174,46 @@ class PostLane:
             raise RpcError(types.INTERNAL_ERROR, f"the server answered HTTP {status}")
         if kind != "text/event-stream":
             raise RpcError(types.INTERNAL_ERROR, f"the server answered an unexpected content type: {kind!r}")
-        answer: dict[str, Any] | None = None
-        # Read to the stream's end (the server closes it after the response): its
-        # connection then carries the next request, and no reader is left half-way.
-        with trio.CancelScope() as rest:
-            source = httpx2.EventSource(response, max_event_size=MAX_EVENT_SIZE)
-            async with aclosing(
-                cast("AsyncGenerator[httpx2.ServerSentEvent, None]", aiter(source))
-            ) as events:
-                async for event in events:
-                    if not event.data:
-                        continue  # a priming event (its id only)
-                    message = _decoded(event.data)
-                    if not isinstance(message, dict):
-                        await self._inject(message)
-                    elif message.get("id") == request_id and ("result" in message or "error" in message):
-                        answer = message
-                        rest.deadline = trio.current_time() + DRAIN_LIMIT
-                    elif progress is not None and _progress_of(message, request_id):
-                        params = message["params"]
-                        await progress(params.get("progress", 0), params.get("total"), params.get("message"))
-                    else:
-                        await self._inject(message)
-        if answer is not None:
-            return answer
+        source = httpx2.EventSource(response, max_event_size=MAX_EVENT_SIZE)
+        events = cast("AsyncGenerator[httpx2.ServerSentEvent, None]", aiter(source))
+        try:
+            async for event in events:
+                message = _decoded(event.data) if event.data else None  # no data: a priming event
+                if message is None:
+                    continue
+                if not isinstance(message, dict):
+                    await self._inject(message)
+                elif message.get("id") == request_id and ("result" in message or "error" in message):
+                    self._spawn(self._rest, response, events)
+                    return message
+                elif progress is not None and _progress_of(message, request_id):
+                    params = message["params"]
+                    await progress(params.get("progress", 0), params.get("total"), params.get("message"))
+                else:
+                    await self._inject(message)
+        except BaseException:
+            await events.aclose()
+            raise
+        await events.aclose()
+        await response.aclose()
         raise RpcError(types.INTERNAL_ERROR, "the server's event stream ended without an answer")
+
+    async def _rest(
+        self, response: httpx2.Response, events: AsyncGenerator[httpx2.ServerSentEvent, None]
+    ) -> None:
+        """What an SSE answer carries after its response, to its end (a server closes the
+        stream right after the response; one that does not is left after `DRAIN_LIMIT`):
+        its connection then carries the next request, and its late messages go on."""
+        try:
+            with trio.move_on_after(DRAIN_LIMIT):
+                async for event in events:
+                    if event.data:
+                        await self._inject(_decoded(event.data))
+        except httpx2.HTTPError:
+            pass  # the connection broke: nothing to keep
+        finally:
+            await events.aclose()
+            await response.aclose()
 
     async def _notify_cancelled(self, request_id: str) -> None:
         note = framing.notification(

@@ -531,6 +531,7 @@ async def _streamable(
                 protocol_version=protocol_version,
                 inject=inject,
                 lost=hooks.lost,
+                spawn=nursery.start_soon,
             )
 
         async with trio.open_nursery() as nursery:

@@ -11,6 +11,7 @@ both eras.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +24,9 @@ import pytest
 import trio
 from content import text_in
 from harness import AssernEnv, http_front
+from instances import ctl_json
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
 
 pytestmark = [
@@ -39,10 +42,11 @@ TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_serv
 
 
 @asynccontextmanager
-async def remote_testing_server() -> AsyncIterator[int]:
-    """The testing server over streamable HTTP on a free loopback port: its port."""
+async def remote_testing_server(port: int = 0) -> AsyncIterator[int]:
+    """The testing server over streamable HTTP on loopback `port` (0: a free one): its port."""
     remote = await trio.lowlevel.open_process(
-        [sys.executable, str(TESTING_SERVER), "--name", "remote", "--http", "0"], stderr=subprocess.PIPE
+        [sys.executable, str(TESTING_SERVER), "--name", "remote", "--http", str(port)],
+        stderr=subprocess.PIPE,
     )
     try:
         with trio.fail_after(30):
@@ -170,3 +174,46 @@ async def test_clients_of_the_http_front_in_both_eras_reach_the_http_backend(
                     assert text_of(echoed) == "over both hops"
                     sampled = await client.call_tool("remote_ask_sampling", {"prompt": "a haiku"})
                     assert text_of(sampled) == "sampled"
+
+
+async def test_a_server_that_forgot_the_session_is_reconnected(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """The server restarts between two calls: the next call is answered HTTP 404 (no
+    such session), which is the backend's exit; assern restarts it, with a new session,
+    and the calls after that are answered."""
+    port = free_port()
+    config = write_config(config_of(port) + "backoff_initial = 0.2\nbackoff_max = 1\nmax_restarts = 100\n")
+    with trio.fail_after(90):
+        async with Client(assern_env.serve(config), mode="legacy") as client:
+            async with remote_testing_server(port):
+                await until_ready(assern_env, config)  # assern may have tried before it listened
+                assert text_of(await client.call_tool("remote_echo", {"text": "one"})) == "one"
+                before = (await remote_status(assern_env, config))["restarts"]
+            async with remote_testing_server(port):  # the same port, none of the old sessions
+                with pytest.raises(MCPError, match="HTTP 404"):
+                    await client.call_tool("remote_echo", {"text": "lost"})
+                await until_ready(assern_env, config, restarted_after=before)
+                assert "HTTP 404" in (await remote_status(assern_env, config))["last_error"]
+                assert text_of(await client.call_tool("remote_echo", {"text": "two"})) == "two"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def remote_status(env: AssernEnv, config: Path) -> dict[str, Any]:
+    status = await ctl_json(env, "status", "--config", str(config))
+    [remote] = [b for b in status["backends"] if b["name"] == "remote"]
+    return dict(remote)
+
+
+async def until_ready(env: AssernEnv, config: Path, restarted_after: int = -1) -> None:
+    """Until the backend is ready (and has restarted since it had `restarted_after`)."""
+    while True:
+        status = await remote_status(env, config)
+        if status["state"] == "ready" and status["restarts"] > restarted_after:
+            return
+        await trio.sleep(0.1)

@@ -1,7 +1,6 @@
 """The HTTP benchmark's smoke mode (ops/bench/http/run.py) runs and prints its figures
-next to a direct HTTP connection, on the path with the most parts (assern with the
-direct server as its HTTP backend; the others differ by a config file or the client's
-mode)."""
+next to a direct HTTP connection, on the paths with the most parts (assern with the
+direct server as its HTTP backend, in both eras; the others differ by a config file)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "http" / "run.py"
-PATHS = {"assern -> http backend (legacy)"}
+PATHS = {"assern -> http backend (legacy)", "assern -> http backend (2026-07-28)"}
 
 
 @pytest.mark.e2e

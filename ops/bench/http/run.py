@@ -13,7 +13,8 @@ bench server's `echo`:
   hypercorn's trio worker);
 - assern: `assern serve --http 0 --no-stdio` with the bench server as its stdio
   backend, in both protocol eras;
-- assern → http: assern with the direct server as a streamable-HTTP backend;
+- assern → http: assern with the direct server as a streamable-HTTP backend, its
+  clients in both protocol eras (assern speaks the handshake era to the backend);
 - fastmcp: FastMCP's proxy of the same stdio backend, run over HTTP (in its own
   virtualenv, set up on the first run as ops/bench/run.py does);
 - fastmcp → http: FastMCP's proxy with the direct server as its HTTP backend (the
@@ -143,8 +144,9 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for era in ("legacy", "2026-07-28"):
             argv = [assern, "serve", "--config", str(stdio_config), "--http", "0", "--no-stdio"]
             paths.append((f"assern ({era})", argv, assern_env, rb"at (http://\S+)", era))
-        argv = [assern, "serve", "--config", str(http_config), "--http", "0", "--no-stdio"]
-        paths.append(("assern -> http backend (legacy)", argv, assern_env, rb"at (http://\S+)", "legacy"))
+        for era in ("legacy", "2026-07-28"):
+            argv = [assern, "serve", "--config", str(http_config), "--http", "0", "--no-stdio"]
+            paths.append((f"assern -> http backend ({era})", argv, assern_env, rb"at (http://\S+)", era))
         if not args.no_peers:
             usable, note = (
                 setup_peer(FASTMCP.peer, work / "fastmcp-setup.log") if FASTMCP.peer else (False, "")

@@ -4,7 +4,8 @@ it posts, and each way an answer can come back or fail."""
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
@@ -13,7 +14,7 @@ import trio
 import trio.testing
 
 from assern.actors.backend.forward import ForwardLost
-from assern.actors.backend.http_lane import PostLane
+from assern.actors.backend.http_lane import DRAIN_LIMIT, PostLane
 from assern.actors.jsonrpc.errors import RpcError
 
 URL = "http://backend.test/mcp"
@@ -35,22 +36,26 @@ class Backend:
         answer = self.answer(message)
         return answer if isinstance(answer, httpx2.Response) else await answer
 
-    def lane(self, client: httpx2.AsyncClient) -> PostLane:
+    @asynccontextmanager
+    async def lane(self) -> AsyncIterator[PostLane]:
+        """A lane to this server, its client and its tasks open while in use."""
+
         async def inject(message: Any) -> None:
             self.injected.append(message)
 
-        return PostLane(
-            client,
-            URL,
-            session_id="s-1",
-            protocol_version="2025-11-25",
-            inject=inject,
-            lost=self.lost.append,
-        )
-
-
-def client_of(backend: Backend) -> httpx2.AsyncClient:
-    return httpx2.AsyncClient(transport=httpx2.MockTransport(backend.handle))
+        async with (
+            httpx2.AsyncClient(transport=httpx2.MockTransport(self.handle)) as client,
+            trio.open_nursery() as nursery,
+        ):
+            yield PostLane(
+                client,
+                URL,
+                session_id="s-1",
+                protocol_version="2025-11-25",
+                inject=inject,
+                lost=self.lost.append,
+                spawn=nursery.start_soon,
+            )
 
 
 def sse(*messages: Any, priming: bool = True) -> httpx2.Response:
@@ -66,8 +71,7 @@ def reply(message: dict[str, Any], result: Any) -> dict[str, Any]:
 
 async def test_a_call_is_posted_in_the_session_and_its_json_answer_returned_as_written() -> None:
     backend = Backend(lambda m: httpx2.Response(200, json=reply(m, {"content": [], "extra": 1})))
-    async with client_of(backend) as client:
-        lane = backend.lane(client)
+    async with backend.lane() as lane:
         result = await lane.request("tools/call", {"name": "echo", "arguments": {"text": "hi"}})
         await lane.request("tools/call", {"name": "echo"})
     assert result == {"content": [], "extra": 1}
@@ -106,8 +110,8 @@ async def test_an_sse_answer_hands_on_progress_and_every_other_message() -> None
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append((progress, total, message))
 
-    async with client_of(backend) as client:
-        result = await backend.lane(client).request("tools/call", {"name": "slow"}, on_progress)
+    async with backend.lane() as lane:
+        result = await lane.request("tools/call", {"name": "slow"}, on_progress)
     assert result == {"content": []}
     assert seen == [(1, 2, "half")]
     assert backend.posted[0][0]["params"]["_meta"] == {"progressToken": "h1"}
@@ -125,8 +129,8 @@ async def test_an_sse_event_that_is_not_json_is_handed_on_as_its_error() -> None
         return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
 
     backend = Backend(answer)
-    async with client_of(backend) as client:
-        assert await backend.lane(client).request("tools/call", {"name": "x"}) == {}
+    async with backend.lane() as lane:
+        assert await lane.request("tools/call", {"name": "x"}) == {}
     [error] = backend.injected
     assert isinstance(error, ValueError)
 
@@ -137,9 +141,9 @@ async def test_an_error_answer_is_raised_with_its_code_message_and_data(status: 
     backend = Backend(
         lambda m: httpx2.Response(status, json={"jsonrpc": "2.0", "id": m["id"], "error": error})
     )
-    async with client_of(backend) as client:
+    async with backend.lane() as lane:
         with pytest.raises(RpcError) as raised:
-            await backend.lane(client).request("tools/call", {"name": "x"})
+            await lane.request("tools/call", {"name": "x"})
     assert (raised.value.code, raised.value.message, raised.value.data) == (
         -32602,
         "bad arguments",
@@ -162,25 +166,25 @@ async def test_an_answer_that_is_none_is_a_clear_error_and_the_backend_stays(
     response: httpx2.Response, expected: str
 ) -> None:
     backend = Backend(lambda m: response)
-    async with client_of(backend) as client:
+    async with backend.lane() as lane:
         with pytest.raises(RpcError) as raised:
-            await backend.lane(client).request("tools/call", {"name": "x"})
+            await lane.request("tools/call", {"name": "x"})
     assert expected in raised.value.message
     assert backend.lost == []
 
 
 async def test_a_result_that_is_not_an_object_is_an_error() -> None:
     backend = Backend(lambda m: httpx2.Response(200, json=reply(m, [1, 2])))
-    async with client_of(backend) as client:
+    async with backend.lane() as lane:
         with pytest.raises(RpcError, match="result is not a JSON object"):
-            await backend.lane(client).request("tools/call", {"name": "x"})
+            await lane.request("tools/call", {"name": "x"})
 
 
 async def test_a_session_the_server_forgot_is_a_lost_connection() -> None:
     backend = Backend(lambda m: httpx2.Response(404, text="no such session"))
-    async with client_of(backend) as client:
+    async with backend.lane() as lane:
         with pytest.raises(ForwardLost, match="HTTP 404"):
-            await backend.lane(client).request("tools/call", {"name": "x"})
+            await lane.request("tools/call", {"name": "x"})
     assert backend.lost == ["the server no longer knows assern's session (HTTP 404)"]
 
 
@@ -189,9 +193,9 @@ async def test_a_server_that_cannot_be_reached_is_a_lost_connection() -> None:
         raise httpx2.ConnectError("connection refused")
 
     backend = Backend(refuse)
-    async with client_of(backend) as client:
+    async with backend.lane() as lane:
         with pytest.raises(ForwardLost, match="could not post to it: ConnectError: connection refused"):
-            await backend.lane(client).request("tools/call", {"name": "x"})
+            await lane.request("tools/call", {"name": "x"})
     assert backend.lost == ["could not post to it: ConnectError: connection refused"]
 
 
@@ -206,12 +210,10 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend() -> None:
         raise AssertionError("unreachable")
 
     backend = Backend(answer)
-    async with client_of(backend) as client:
-        lane = backend.lane(client)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(lane.request, "tools/call", {"name": "wait"})
-            await trio.testing.wait_all_tasks_blocked()
-            nursery.cancel_scope.cancel()
+    async with backend.lane() as lane, trio.open_nursery() as nursery:
+        nursery.start_soon(lane.request, "tools/call", {"name": "wait"})
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
     assert notices == [
         {
             "jsonrpc": "2.0",
@@ -222,3 +224,63 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend() -> None:
     [(_, headers)] = [(m, h) for m, h in backend.posted if "id" not in m]
     assert headers["mcp-session-id"] == "s-1"
     assert backend.lost == []
+
+
+class Trickle(httpx2.AsyncByteStream):
+    """An SSE body that sends `first`, then `later` after `pause` seconds, then ends."""
+
+    def __init__(self, first: bytes, later: bytes, pause: float) -> None:
+        self.parts = (first, later)
+        self.pause = pause
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.parts[0]
+        await trio.sleep(self.pause)
+        yield self.parts[1]
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def event(message: dict[str, Any]) -> bytes:
+    return b"event: message\ndata: " + json.dumps(message).encode() + b"\n\n"
+
+
+async def test_the_answer_returns_at_once_and_the_rest_of_its_stream_is_read_off_the_call(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A server may keep the stream open after the response: the call does not wait for
+    its end; a message that comes later still goes on, and the stream is closed."""
+    late = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    bodies: list[Trickle] = []
+
+    def answer(m: dict[str, Any]) -> httpx2.Response:
+        bodies.append(Trickle(event(reply(m, {"content": []})), event(late), pause=0.5))
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=bodies[-1])
+
+    backend = Backend(answer)
+    async with backend.lane() as lane:
+        started = trio.current_time()
+        assert await lane.request("tools/call", {"name": "x"}) == {"content": []}
+        assert trio.current_time() == started  # not a moment of the stream's rest
+        assert backend.injected == []
+    assert backend.injected == [late]
+    assert bodies[0].closed
+
+
+async def test_a_stream_left_open_is_given_up_after_the_drain_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    bodies: list[Trickle] = []
+
+    def answer(m: dict[str, Any]) -> httpx2.Response:
+        bodies.append(Trickle(event(reply(m, {})), b"", pause=3600))
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=bodies[-1])
+
+    backend = Backend(answer)
+    async with backend.lane() as lane:
+        started = trio.current_time()
+        await lane.request("tools/call", {"name": "x"})
+    assert trio.current_time() - started == pytest.approx(DRAIN_LIMIT)
+    assert bodies[0].closed
