@@ -16,6 +16,9 @@ What the answer carries besides the response (the POST's SSE stream):
   such as sampling or roots) is handed to the SDK session (`inject`) as if its
   transport had read it: the session's callbacks route it, and the session posts the
   answer to a request itself;
+- a stream that ends before the response, after events with ids, is resumed with a
+  GET carrying `Last-Event-ID` (after the server's `retry` interval), as the SDK's
+  client does, the server's polling streams (2025-11-25) included;
 - once the response is in, the call returns; the rest of the stream (a server closes
   it right after the response) is read by a task of its own (`_rest`), so that its
   kept-alive connection carries the next request and a late message still goes on.
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+import attrs
 import httpx2
 import mcp_types as types
 import trio
@@ -59,6 +63,10 @@ MAX_EVENT_SIZE = 1024 * 1024
 #: how long the rest of an SSE answer is read after the response (a server closes the
 #: stream right after it; one that does not is left after this, its connection dropped)
 DRAIN_LIMIT = 1.0
+#: how many times a stream that ends before the response is resumed without progress,
+#: and the wait before each when the server names none (the SDK client's own choices)
+MAX_RESUMES = 2
+DEFAULT_RETRY_MS = 1000
 
 
 class PostLane:
@@ -174,13 +182,70 @@ class PostLane:
             raise RpcError(types.INTERNAL_ERROR, f"the server answered HTTP {status}")
         if kind != "text/event-stream":
             raise RpcError(types.INTERNAL_ERROR, f"the server answered an unexpected content type: {kind!r}")
+        return await self._sse_answer(response, request_id, progress)
+
+    async def _sse_answer(
+        self, response: httpx2.Response, request_id: str, progress: ProgressSink | None
+    ) -> dict[str, Any]:
+        """The response to `request_id` in an SSE answer, resumed as often as it breaks off
+        (a stream that ends before the response, after events with ids)."""
+        cursor = _Cursor()
+        answer = await self._read_events(response, request_id, progress, cursor)
+        attempts = 0
+        while answer is None:  # the stream ended first: resume it where it broke off
+            if cursor.last_id is None:
+                raise RpcError(
+                    types.INTERNAL_ERROR, f"the server's event stream ended without an answer{cursor.broke}"
+                )
+            if attempts == MAX_RESUMES:
+                raise RpcError(
+                    types.INTERNAL_ERROR,
+                    f"the server's event stream ended without an answer {attempts + 1} times{cursor.broke}",
+                )
+            attempts += 1
+            await trio.sleep((cursor.retry_ms if cursor.retry_ms is not None else DEFAULT_RETRY_MS) / 1000)
+            headers = {**self._headers, "accept": "text/event-stream", "last-event-id": cursor.last_id}
+            resumed = await self._client.send(
+                self._client.build_request("GET", self._url, headers=headers), stream=True
+            )
+            try:
+                kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
+                if resumed.status_code == 404:
+                    raise self._gone("the server no longer knows assern's session (HTTP 404)")
+                if resumed.status_code != 200 or kind != "text/event-stream":
+                    raise RpcError(
+                        types.INTERNAL_ERROR,
+                        f"the server did not resume its event stream (HTTP {resumed.status_code})",
+                    )
+                seen = cursor.last_id
+                answer = await self._read_events(resumed, request_id, progress, cursor)
+                if cursor.last_id != seen:
+                    attempts = 0  # it went on: its next break gets as many tries again
+            except BaseException:
+                await resumed.aclose()
+                raise
+        return answer
+
+    async def _read_events(
+        self, response: httpx2.Response, request_id: str, progress: ProgressSink | None, cursor: _Cursor
+    ) -> dict[str, Any] | None:
+        """The response to `request_id` in an SSE answer, or None if the stream ended first.
+
+        Progress goes to `progress`, any other message to `inject`; `cursor` keeps the
+        last event id and the retry interval the server gave. Once the response is in,
+        the rest of the stream is left to `_rest`; else the stream is closed here.
+        """
         source = httpx2.EventSource(response, max_event_size=MAX_EVENT_SIZE)
         events = cast("AsyncGenerator[httpx2.ServerSentEvent, None]", aiter(source))
         try:
             async for event in events:
-                message = _decoded(event.data) if event.data else None  # no data: a priming event
-                if message is None:
-                    continue
+                if event.id:
+                    cursor.last_id = event.id
+                if event.retry is not None:
+                    cursor.retry_ms = event.retry
+                if event.event != "message" or not event.data:
+                    continue  # no data: a priming event (its id only)
+                message = _decoded(event.data)
                 if not isinstance(message, dict):
                     await self._inject(message)
                 elif message.get("id") == request_id and ("result" in message or "error" in message):
@@ -191,12 +256,17 @@ class PostLane:
                     await progress(params.get("progress", 0), params.get("total"), params.get("message"))
                 else:
                     await self._inject(message)
+        except httpx2.SSEError:  # an event past the size limit: not a break to resume
+            await events.aclose()
+            raise
+        except httpx2.TransportError as exc:  # it broke off mid-body: as if it ended (resumable)
+            cursor.broke = f" ({type(exc).__name__}: {exc})" if str(exc) else f" ({type(exc).__name__})"
         except BaseException:
             await events.aclose()
             raise
         await events.aclose()
         await response.aclose()
-        raise RpcError(types.INTERNAL_ERROR, "the server's event stream ended without an answer")
+        return None
 
     async def _rest(
         self, response: httpx2.Response, events: AsyncGenerator[httpx2.ServerSentEvent, None]
@@ -207,7 +277,7 @@ class PostLane:
         try:
             with trio.move_on_after(DRAIN_LIMIT):
                 async for event in events:
-                    if event.data:
+                    if event.event == "message" and event.data:
                         await self._inject(_decoded(event.data))
         except httpx2.HTTPError:
             pass  # the connection broke: nothing to keep
@@ -223,6 +293,16 @@ class PostLane:
             await self._client.post(self._url, content=note, headers=self._headers)
         except httpx2.HTTPError:
             pass  # the backend is gone: nothing left to cancel
+
+
+@attrs.define
+class _Cursor:
+    """Where an SSE answer stands: its last event id and the server's retry interval."""
+
+    last_id: str | None = None
+    retry_ms: int | None = None
+    #: how the latest stream broke off, when it did not simply end (for the error)
+    broke: str = ""
 
 
 def _decoded(data: bytes | str) -> Any:

@@ -3,8 +3,9 @@ call carries besides its answer still reaches the client that made it.
 
 The backend is the testing server served over streamable HTTP; a client of assern calls
 its tools, each posted as it came in the backend's handshake-era session: progress
-notifications, a log message and a list change sent during the call, server-to-client
-requests (sampling, roots) answered by the calling client, and a cancellation that
+notifications, a log message and a list change sent during the call, a stream the
+server closes mid-call (resumed), server-to-client requests (sampling, roots) answered
+by the calling client, and a cancellation that
 reaches the backend as `notifications/cancelled`; and the clients of the HTTP front in
 both eras.
 """
@@ -110,6 +111,29 @@ async def test_progress_logs_and_list_changes_of_a_call_reach_its_client(
                 assert text_of(await client.call_tool("remote_later", {})) == "called later"
 
 
+async def test_a_call_whose_event_stream_the_server_closes_is_resumed(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """The server closes the call's stream mid-call (its polling streams, 2025-11-25):
+    assern resumes it with `Last-Event-ID` and the progress and answer sent meanwhile
+    still reach the client."""
+    steps: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(message)
+
+    async with remote_testing_server() as port:
+        config = write_config(config_of(port))
+        with trio.fail_after(60):
+            async with Client(assern_env.serve(config), mode="legacy") as client:
+                await until_ready(assern_env, config)  # so the call takes the raw lane
+                result = await client.call_tool(
+                    "remote_break_off", {"seconds": 0.3}, progress_callback=on_progress
+                )
+                assert text_of(result) == "resumed"
+                assert steps == ["before the break", "after the break"]
+
+
 async def test_a_backend_s_requests_during_a_call_are_answered_by_the_calling_client(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
@@ -142,7 +166,7 @@ async def test_a_cancelled_call_is_cancelled_at_the_backend(
         config = write_config(config_of(port))
         with trio.fail_after(60):
             async with Client(assern_env.serve(config), mode="legacy") as client:
-                await client.list_tools()  # the backend is ready: the call reaches it at once
+                await until_ready(assern_env, config)  # the call reaches it at once, on the raw lane
                 with trio.move_on_after(1):
                     await client.call_tool("remote_wait_cancel", {"marker": str(marker)})
                 while not marker.exists():  # noqa: ASYNC110 - another process writes it

@@ -37,6 +37,9 @@ Tools (results are a single text content block):
     subscribed()          -> the URIs subscribed to (resources/subscribe), one a line
     big(n)                -> a text of exactly `n` bytes ("xxx…")
     get_meta()            -> the request's `_meta` as JSON, without its progress token
+    break_off(seconds)    -> (with --http only) reports a progress step, closes the call's
+                             event stream, reports another after `seconds`, then "resumed":
+                             the client must resume the stream (GET with Last-Event-ID)
 
 Resources:
     test://info                         -> "info of NAME"
@@ -97,6 +100,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.context import CallNext, HandlerResult
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.subscriptions import (
     InMemorySubscriptionBus,
     ListenHandler,
@@ -189,11 +193,24 @@ class TestingServer:
     """The state and handlers of one test server process."""
 
     def __init__(
-        self, name: str, only_tools: list[str] | None, routing_headers: Mapping[str, str] | None = None
+        self,
+        name: str,
+        only_tools: list[str] | None,
+        routing_headers: Mapping[str, str] | None = None,
+        *,
+        http: bool = False,
     ) -> None:
         self.name = name
         self.routing_headers = dict(routing_headers or {})
         self.tools: dict[str, ToolDef] = {t.name: t for t in self._builtin_tools()}
+        if http:
+            self.tools["break_off"] = ToolDef(
+                "break_off",
+                "Report a progress step, close this call's event stream, report another after "
+                "`seconds`, then return `resumed` (the client resumes the stream to get them).",
+                {"seconds": "number"},
+                self.break_off,
+            )
         if only_tools is not None:
             unknown = sorted(set(only_tools) - set(self.tools))
             if unknown:
@@ -370,6 +387,18 @@ class TestingServer:
             await anyio.sleep(interval)
             await ctx.session.report_progress(i, steps, f"tick {i}")
         return "ticked"
+
+    async def break_off(self, ctx: Ctx, seconds: float) -> str:
+        if ctx.close_sse_stream is None:
+            raise ToolFailed("this connection's streams cannot be resumed")
+        # An event first, given time to go out: a stream closed before the client saw an
+        # event has no id to resume from.
+        await ctx.session.report_progress(1, 2, "before the break")
+        await anyio.sleep(0.2)
+        await ctx.close_sse_stream()
+        await anyio.sleep(seconds)
+        await ctx.session.report_progress(2, 2, "after the break")
+        return "resumed"
 
     async def wait_cancel(self, ctx: Ctx, marker: str) -> str:
         try:
@@ -653,23 +682,48 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+class MemoryEventStore(EventStore):
+    """Every event of every stream, in memory: a client may resume any of them."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, types.JSONRPCMessage | None]] = []  # id, stream, message
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        event_id = f"e{len(self.events) + 1}"
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        ids = [event_id for event_id, _, _ in self.events]
+        if last_event_id not in ids:
+            return None
+        start = ids.index(last_event_id)
+        stream = self.events[start][1]
+        for event_id, stream_id, message in self.events[start + 1 :]:
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
 async def serve_http(server: Any, port: int) -> None:
-    """The server as the SDK's streamable-HTTP app, under hypercorn's trio worker."""
+    """The server as the SDK's streamable-HTTP app, under hypercorn's trio worker, with
+    resumable streams (events kept in memory; clients told to retry after 100 ms)."""
     from hypercorn.config import Config
     from hypercorn.trio import serve as hypercorn_serve
 
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
+    app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=100)
     async with trio.open_nursery() as nursery:
-        binds = await nursery.start(hypercorn_serve, server.streamable_http_app(), config)
+        binds = await nursery.start(hypercorn_serve, app, config)
         print(f"ready {binds[0].rsplit(':', 1)[1]}", file=sys.stderr, flush=True)
 
 
 async def serve(args: argparse.Namespace) -> None:
     only_tools = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools is not None else None
     routing = dict(item.split("=", 1) for item in args.routing_header)
-    state = TestingServer(args.name, only_tools, routing)
+    state = TestingServer(args.name, only_tools, routing, http=args.http is not None)
     server = state.build()
     if args.hang_on_start:
         server.middleware.append(answer_nothing)

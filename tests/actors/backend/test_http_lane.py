@@ -29,8 +29,13 @@ class Backend:
         self.posted: list[tuple[dict[str, Any], httpx2.Headers]] = []
         self.injected: list[Any] = []
         self.lost: list[str] = []
+        self.resumed: list[httpx2.Headers] = []
+        self.resume: Callable[[httpx2.Request], httpx2.Response] = lambda _request: httpx2.Response(405)
 
     async def handle(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":  # a resumption
+            self.resumed.append(request.headers)
+            return self.resume(request)
         message = json.loads(request.content)
         self.posted.append((message, request.headers))
         answer = self.answer(message)
@@ -159,7 +164,7 @@ async def test_an_error_answer_is_raised_with_its_code_message_and_data(status: 
         (httpx2.Response(500, text="boom"), "HTTP 500"),
         (httpx2.Response(200, json={"jsonrpc": "2.0", "method": "x"}), "not a JSON-RPC response"),
         (httpx2.Response(200, text="hello", headers={"content-type": "text/plain"}), "'text/plain'"),
-        (sse(priming=True), "ended without an answer"),
+        (sse(priming=False), "ended without an answer"),
     ],
 )
 async def test_an_answer_that_is_none_is_a_clear_error_and_the_backend_stays(
@@ -284,3 +289,65 @@ async def test_a_stream_left_open_is_given_up_after_the_drain_limit(
         await lane.request("tools/call", {"name": "x"})
     assert trio.current_time() - started == pytest.approx(DRAIN_LIMIT)
     assert bodies[0].closed
+
+
+def stream_of(*events: bytes) -> httpx2.Response:
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=b"".join(events))
+
+
+async def test_a_stream_that_breaks_off_before_the_response_is_resumed_where_it_stopped(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """The server closes the POST's stream after a priming event (its polling streams of
+    2025-11-25): after the retry it named, a GET with `Last-Event-ID` resumes it."""
+    progressed = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": "h1", "progress": 1},
+    }
+    backend = Backend(lambda m: stream_of(b"id: e1\nretry: 250\ndata: \n\n"))
+    resumes = iter(
+        [
+            stream_of(b"id: e2\nevent: message\ndata: " + json.dumps(progressed).encode() + b"\n\n"),
+            stream_of(
+                b"event: ping\ndata: {}\n\n", event({"jsonrpc": "2.0", "id": "h1", "result": {"ok": 1}})
+            ),
+        ]
+    )
+    backend.resume = lambda _request: next(resumes)
+    steps: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
+
+    async with backend.lane() as lane:
+        started = trio.current_time()
+        assert await lane.request("tools/call", {"name": "x"}, on_progress) == {"ok": 1}
+        assert trio.current_time() - started == pytest.approx(0.5)  # the server's retry, twice
+    assert [h["last-event-id"] for h in backend.resumed] == ["e1", "e2"]
+    assert all(h["mcp-session-id"] == "s-1" for h in backend.resumed)
+    assert steps == [1]
+    assert backend.injected == []  # an event that is not a message is no message
+
+
+async def test_a_stream_that_keeps_breaking_off_without_progress_is_given_up(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    backend = Backend(lambda m: stream_of(b"id: e1\ndata: \n\n"))
+    backend.resume = lambda _request: stream_of(b": nothing new\n\n")
+    async with backend.lane() as lane:
+        with pytest.raises(RpcError, match="ended without an answer 3 times"):
+            await lane.request("tools/call", {"name": "x"})
+    assert len(backend.resumed) == 2
+
+
+@pytest.mark.parametrize(("status", "error"), [(404, ForwardLost), (405, RpcError)])
+async def test_a_stream_the_server_cannot_resume_fails_the_call(
+    autojump_clock: trio.testing.MockClock, status: int, error: type[Exception]
+) -> None:
+    backend = Backend(lambda m: stream_of(b"id: e1\ndata: \n\n"))
+    backend.resume = lambda _request: httpx2.Response(status)
+    async with backend.lane() as lane:
+        with pytest.raises(error):
+            await lane.request("tools/call", {"name": "x"})
+    assert len(backend.lost) == (status == 404)
