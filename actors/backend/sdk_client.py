@@ -343,8 +343,10 @@ class SdkSession:
             await self._session.set_logging_level(level)
 
     async def send_ping(self) -> None:
+        # The session's ping: the client's own is marked deprecated (2026-07-28 has no
+        # ping) and wrote a warning to assern's stderr; a refusal is an answer too.
         with sdk_errors():
-            await self._client.send_ping()
+            await self._session.send_ping()
 
     async def listen(self, *, tools: bool, prompts: bool, resources: bool) -> None:
         """Follow a 2026-07-28 backend's list changes and the resources our clients follow,
