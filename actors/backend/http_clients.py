@@ -70,14 +70,19 @@ class Drained(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         chunks = self._chunks
-        if chunks is not None:
-            with trio.move_on_after(DRAIN_LIMIT):
-                try:
-                    async for _ in chunks:
-                        pass
-                except httpx2.HTTPError:
-                    pass  # the connection broke: nothing to keep
-        await self._inner.aclose()
+        try:
+            if chunks is not None:
+                with trio.move_on_after(DRAIN_LIMIT):
+                    try:
+                        async for _ in chunks:
+                            pass
+                    except httpx2.HTTPError:
+                        pass  # the connection broke: nothing to keep
+        finally:
+            # Also when the drain is cancelled (its call was): the connection is then
+            # given up, never left half-read and counted as busy in the pool.
+            with trio.CancelScope(shield=True):
+                await self._inner.aclose()
 
 
 class Wrapping(httpx2.AsyncBaseTransport):

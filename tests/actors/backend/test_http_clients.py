@@ -3,9 +3,10 @@ SSE answer closed early that still leaves its connection to the next request."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from functools import partial
+from typing import cast
 
 import httpx2
 import pytest
@@ -13,6 +14,7 @@ import trio
 
 from assern.actors.backend.http_clients import (
     READ_TIMEOUT,
+    Drained,
     KeepAlive,
     PostsReachIt,
     streamable_client,
@@ -117,3 +119,32 @@ async def test_without_it_each_such_post_opens_a_connection() -> None:
             for _ in range(3):
                 await _post_and_close_early(client, url)
         assert len(connections) == 3
+
+
+class Endless(httpx2.AsyncByteStream):
+    """A body that sends one chunk and then nothing, ever."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b"data: {}\n\n"
+        await trio.sleep_forever()
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_drain_cut_short_by_a_cancelled_call_still_closes_the_body() -> None:
+    """A cancelled call closes its answer in a cancelled scope: the drain stops at once,
+    and the body under it is still closed (else its connection stays busy in the pool)."""
+    inner = Endless()
+    body = Drained(inner)
+    chunks = cast("AsyncGenerator[bytes, None]", body.__aiter__())
+    await anext(chunks)
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await body.aclose()
+    assert scope.cancelled_caught
+    assert inner.closed
+    await chunks.aclose()
