@@ -33,8 +33,11 @@ Its ends:
 - any other status, a 202, an answer that is not JSON, a stream that ends without
   the response or breaks a limit: `RpcError` naming it.
 
-Only handshake-era sessions take this lane: a 2026-07-28 request carries headers
-derived from the tool's schema (`Mcp-Param-*`) that the SDK's client computes.
+A 2026-07-28 session takes the lane too, for the requests assern writes raw to such a
+backend (sdk_client.py): each carries the envelope in its `_meta` and the headers of
+that revision, which the SDK session computes (`headers_of`: `Mcp-Method`, `Mcp-Name`,
+the `Mcp-Param-*` its tool's schema asks for); it has no session, and its cancellation
+is the dropped POST alone.
 Importing this module loads httpx: it is imported only when a remote backend starts.
 """
 
@@ -82,6 +85,10 @@ class PostLane:
         lost: Told why, once the connection to the backend is lost.
         spawn: Starts a task that outlives the call (`nursery.start_soon` of the
             session's transport): it reads what an SSE answer carries after the response.
+        headers_of: For a 2026-07-28 session, the headers a request of that revision
+            carries (`Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`), from its method and
+            params; such a request is cancelled by dropping its POST alone (that
+            revision has no client-to-server notification). None on a handshake-era session.
     """
 
     def __init__(
@@ -94,12 +101,15 @@ class PostLane:
         inject: Callable[[Any], Awaitable[None]],
         lost: Callable[[str], None],
         spawn: Callable[..., object],
+        headers_of: Callable[[str, dict[str, Any]], dict[str, str]] | None = None,
     ) -> None:
         self._client = client
         self._url = url
         self._inject = inject
         self._lost = lost
         self._spawn = spawn
+        self._headers_of = headers_of
+        self._session = bool(session_id)
         self._headers = {
             "accept": "application/json, text/event-stream",
             "content-type": "application/json",
@@ -128,7 +138,10 @@ class PostLane:
             meta["progressToken"] = request_id
             params = {**(params or {}), "_meta": meta}
         body = framing.request(request_id, method, params)
-        post = self._client.build_request("POST", self._url, content=body, headers=self._headers)
+        headers = self._headers
+        if self._headers_of is not None:
+            headers = {**headers, **self._headers_of(method, params or {})}
+        post = self._client.build_request("POST", self._url, content=body, headers=headers)
         try:
             response = await self._client.send(post, stream=True)
             try:
@@ -137,8 +150,9 @@ class PostLane:
                 await response.aclose()
                 raise
         except trio.Cancelled:
-            with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTICE_LIMIT):
-                await self._notify_cancelled(request_id)
+            if self._headers_of is None:  # the handshake era's notice (2026-07-28: the drop says it)
+                with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_NOTICE_LIMIT):
+                    await self._notify_cancelled(request_id)
             raise
         except httpx2.TimeoutException as exc:
             raise RpcError(types.INTERNAL_ERROR, f"the server did not answer in time: {exc}") from None
@@ -167,7 +181,7 @@ class PostLane:
         """
         status = response.status_code
         kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
-        if status == 404:
+        if status == 404 and self._session:
             raise self._gone("the server no longer knows assern's session (HTTP 404)")
         if status == 202:
             raise RpcError(types.INVALID_REQUEST, "the server answered a request with 202 Accepted")
@@ -210,7 +224,7 @@ class PostLane:
             )
             try:
                 kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
-                if resumed.status_code == 404:
+                if resumed.status_code == 404 and self._session:
                     raise self._gone("the server no longer knows assern's session (HTTP 404)")
                 if resumed.status_code != 200 or kind != "text/event-stream":
                     raise RpcError(

@@ -38,7 +38,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from pydantic import BaseModel, ValidationError
 
 from assern.actors.backend.driven_rounds import drive, input_required
-from assern.actors.backend.forward import Forwarder, ForwardLost
+from assern.actors.backend.forward import ForwardLost, Requester
 from assern.actors.backend.rounds import CAPABILITY_OF, refuse_foreign_state
 from assern.actors.backend.transport import ProcessLink, stdio_process
 from assern.actors.jsonrpc.errors import RpcError
@@ -83,10 +83,11 @@ class SdkSession:
         self,
         client: Client,
         hooks: SessionHooks,
-        forwarder: Forwarder | None = None,
+        forwarder: Requester | None = None,
         client_info: types.Implementation | None = None,
     ) -> None:
-        """`forwarder`: the raw lane on a stdio backend's pipes (None for HTTP and SSE);
+        """`forwarder`: the raw lane for the requests assern writes itself, on a stdio
+        backend's pipes or posted to a 2026-07-28 HTTP backend (http_lane.py), else None;
         `client_info`: who assern says it is in a request it writes itself."""
         self._client = client
         self._session = client.session
@@ -455,6 +456,23 @@ def _declare_for_caller(session: Any) -> None:
     session._stamp = stamp_for_caller
 
 
+def routing_headers(session: Any) -> Callable[[str, dict[str, Any]], dict[str, str]]:
+    """The HTTP headers a 2026-07-28 request of `session` carries, for its method and params.
+
+    The SDK computes them in its stamp (`Mcp-Method`, `Mcp-Name`, and the `Mcp-Param-*`
+    that the tool's schema asks for, from the listing it keeps); it is run on a scratch
+    copy, so the request's own `_meta` is left as the caller wrote it.
+    """
+    stamp = session._stamp
+
+    def headers_of(method: str, params: dict[str, Any]) -> dict[str, str]:
+        opts: dict[str, Any] = {}
+        stamp({"method": method, "params": {**params, "_meta": {}}}, opts)
+        return dict(opts.get("headers") or {})
+
+    return headers_of
+
+
 def _named(name: str, arguments: Any) -> dict[str, Any]:
     """The `name` and, when given, `arguments` of a tools/call or prompts/get."""
     return {"name": name} if arguments is None else {"name": name, "arguments": arguments}
@@ -525,7 +543,9 @@ async def _streamable(
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 await send.send(item)
 
-        def open_lane(protocol_version: str) -> PostLane:
+        def open_lane(
+            protocol_version: str, headers_of: Callable[[str, dict[str, Any]], dict[str, str]] | None = None
+        ) -> PostLane:
             return PostLane(
                 client,
                 url,
@@ -534,6 +554,7 @@ async def _streamable(
                 inject=inject,
                 lost=hooks.lost,
                 spawn=nursery.start_soon,
+                headers_of=headers_of,
             )
 
         async with trio.open_nursery() as nursery:
@@ -590,12 +611,13 @@ async def open_sdk_session(
             list_roots_callback=callbacks.roots,
         ) as client:
             version = client.protocol_version
+            raw: Requester | None = link.forwarder if spec.transport == "stdio" else None
             if link.open_lane is not None and version in HANDSHAKE_PROTOCOL_VERSIONS:
-                link.poster = link.open_lane(version)
+                link.poster = link.open_lane(version)  # the raw lane of tools/call (ForwardCall)
+            elif link.open_lane is not None and version in MODERN_PROTOCOL_VERSIONS:
+                raw = link.open_lane(version, routing_headers(client.session))  # the session's raw requests
             try:
-                yield SdkSession(
-                    client, hooks, link.forwarder if spec.transport == "stdio" else None, client_info
-                )
+                yield SdkSession(client, hooks, raw, client_info)
             finally:
                 link.poster = None
 

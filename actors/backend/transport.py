@@ -45,8 +45,9 @@ class ProcessLink:
     forwarder: Forwarder | None = None
     #: a streamable-HTTP backend's raw lane (set while its handshake-era session runs)
     poster: Requester | None = None
-    #: makes that lane for the session's protocol version (set while its transport runs)
-    open_lane: Callable[[str], Requester] | None = None
+    #: makes such a lane for the session's protocol version (and a 2026-07-28 one's
+    #: headers), set while a streamable-HTTP transport runs
+    open_lane: Callable[..., Requester] | None = None
     exited: trio.Event = attrs.field(factory=trio.Event)
     exit_code: int | None = None
     stderr_tail: deque[str] = attrs.field(factory=lambda: deque(maxlen=STDERR_TAIL))

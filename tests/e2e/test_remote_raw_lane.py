@@ -43,10 +43,11 @@ TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_serv
 
 
 @asynccontextmanager
-async def remote_testing_server(port: int = 0) -> AsyncIterator[int]:
-    """The testing server over streamable HTTP on loopback `port` (0: a free one): its port."""
+async def remote_testing_server(port: int = 0, *flags: str) -> AsyncIterator[int]:
+    """The testing server over streamable HTTP on loopback `port` (0: a free one), with
+    `flags`: its port."""
     remote = await trio.lowlevel.open_process(
-        [sys.executable, str(TESTING_SERVER), "--name", "remote", "--http", str(port)],
+        [sys.executable, str(TESTING_SERVER), "--name", "remote", "--http", str(port), *flags],
         stderr=subprocess.PIPE,
     )
     try:
@@ -241,3 +242,44 @@ async def until_ready(env: AssernEnv, config: Path, restarted_after: int = -1) -
         if status["state"] == "ready" and status["restarts"] > restarted_after:
             return
         await trio.sleep(0.1)
+
+
+async def test_a_2026_remote_backend_s_calls_are_posted_with_that_revision_s_headers(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    """A backend pinned to 2026-07-28 gets the requests assern writes itself posted raw:
+    with the revision's envelope and headers (the server refuses a call whose declared
+    `Mcp-Param-Text` header is missing), progress on the way, and the backend's input
+    rounds answered by the calling client, a handshake-era one (assern drives them)
+    and a 2026-07-28 one over the HTTP front (its own rounds)."""
+    steps: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        steps.append(progress)
+
+    async def sampling(context: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        asked = text_in(params.messages[0].content)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text=f"re: {asked}"), model="m"
+        )
+
+    async with remote_testing_server(0, "--routing-header", "text=Text") as port:
+        config = write_config(config_of(port) + 'protocol = "2026-07-28"\n')
+        with trio.fail_after(60):
+            async with Client(assern_env.serve(config), mode="legacy", sampling_callback=sampling) as client:
+                await until_ready(assern_env, config)
+                echoed = await client.call_tool("remote_echo", {"text": "routed"})
+                assert text_of(echoed) == "routed"
+                done = await client.call_tool("remote_progress", {"steps": 2}, progress_callback=on_progress)
+                assert text_of(done) == "progressed"
+                assert steps == [1, 2]
+                sampled = await client.call_tool("remote_ask_sampling", {"prompt": "a haiku"})
+                assert text_of(sampled) == "re: a haiku"
+            async with (
+                http_front(assern_env, config) as front,
+                Client(front.url, mode="2026-07-28", sampling_callback=sampling) as modern,
+            ):
+                await modern.list_tools()
+                assert text_of(await modern.call_tool("remote_echo", {"text": "again"})) == "again"
+                sampled = await modern.call_tool("remote_ask_sampling", {"prompt": "a sonnet"})
+                assert text_of(sampled) == "re: a sonnet"

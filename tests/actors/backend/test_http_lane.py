@@ -42,8 +42,12 @@ class Backend:
         return answer if isinstance(answer, httpx2.Response) else await answer
 
     @asynccontextmanager
-    async def lane(self) -> AsyncIterator[PostLane]:
-        """A lane to this server, its client and its tasks open while in use."""
+    async def lane(self, *, modern: bool = False) -> AsyncIterator[PostLane]:
+        """A lane to this server, its client and its tasks open while in use: in a
+        handshake-era session, or (`modern`) a 2026-07-28 one."""
+
+        def headers_of(method: str, params: dict[str, Any]) -> dict[str, str]:
+            return {"mcp-method": method, "mcp-name": params.get("name", "")}
 
         async def inject(message: Any) -> None:
             self.injected.append(message)
@@ -55,11 +59,12 @@ class Backend:
             yield PostLane(
                 client,
                 URL,
-                session_id="s-1",
-                protocol_version="2025-11-25",
+                session_id=None if modern else "s-1",
+                protocol_version="2026-07-28" if modern else "2025-11-25",
                 inject=inject,
                 lost=self.lost.append,
                 spawn=nursery.start_soon,
+                headers_of=headers_of if modern else None,
             )
 
 
@@ -351,3 +356,36 @@ async def test_a_stream_the_server_cannot_resume_fails_the_call(
         with pytest.raises(error):
             await lane.request("tools/call", {"name": "x"})
     assert len(backend.lost) == (status == 404)
+
+
+async def test_a_2026_request_carries_its_revision_s_headers_and_no_session() -> None:
+    backend = Backend(lambda m: httpx2.Response(200, json=reply(m, {"resultType": "complete"})))
+    async with backend.lane(modern=True) as lane:
+        result = await lane.request("tools/call", {"name": "echo", "_meta": {"k": "v"}})
+    assert result == {"resultType": "complete"}
+    [(message, headers)] = backend.posted
+    assert message["params"] == {"name": "echo", "_meta": {"k": "v"}}  # the envelope as written
+    assert (headers["mcp-method"], headers["mcp-name"]) == ("tools/call", "echo")
+    assert headers["mcp-protocol-version"] == "2026-07-28"
+    assert "mcp-session-id" not in headers
+
+
+async def test_a_cancelled_2026_request_is_its_dropped_post_alone() -> None:
+    async def answer(message: dict[str, Any]) -> httpx2.Response:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    backend = Backend(answer)
+    async with backend.lane(modern=True) as lane, trio.open_nursery() as nursery:
+        nursery.start_soon(lane.request, "tools/call", {"name": "wait"})
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert [m["method"] for m, _ in backend.posted] == ["tools/call"]  # no notification
+
+
+async def test_a_404_without_a_session_is_an_error_of_the_call_only() -> None:
+    backend = Backend(lambda m: httpx2.Response(404, text="not here"))
+    async with backend.lane(modern=True) as lane:
+        with pytest.raises(RpcError, match="HTTP 404"):
+            await lane.request("tools/call", {"name": "x"})
+    assert backend.lost == []

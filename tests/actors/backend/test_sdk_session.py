@@ -9,7 +9,7 @@ from typing import Any
 import mcp_types as types
 
 from assern.actors.backend.hooks import SessionHooks
-from assern.actors.backend.sdk_client import SdkSession
+from assern.actors.backend.sdk_client import SdkSession, routing_headers
 
 
 class Session:
@@ -37,3 +37,20 @@ async def test_a_ping_goes_through_the_session_without_a_deprecation_warning() -
         warnings.simplefilter("error")
         await SdkSession(client, hooks).send_ping()  # type: ignore[arg-type]  # a stand-in client
     assert session.pings == 1
+
+
+def test_routing_headers_come_from_the_session_s_stamp_run_on_a_scratch_copy() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def stamp(data: dict[str, Any], opts: dict[str, Any]) -> None:
+        seen.append(data)
+        data["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = "2026-07-28"
+        opts.setdefault("headers", {}).update(
+            {"mcp-method": data["method"], "mcp-name": data["params"]["name"]}
+        )
+
+    params = {"name": "echo", "arguments": {"text": "hi"}, "_meta": {"progressToken": "h1"}}
+    headers = routing_headers(SimpleNamespace(_stamp=stamp))("tools/call", params)
+    assert headers == {"mcp-method": "tools/call", "mcp-name": "echo"}
+    assert params["_meta"] == {"progressToken": "h1"}  # the request's own envelope, untouched
+    assert seen[0]["params"]["arguments"] == {"text": "hi"}
