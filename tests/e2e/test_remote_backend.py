@@ -6,8 +6,6 @@ JSON-RPC error naming it)."""
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,9 +17,9 @@ import pytest
 import trio
 from content import text_in
 from harness import AssernEnv
-from instances import ctl_json
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from remotes import free_port, http_server, remote_status
 
 pytestmark = pytest.mark.e2e
 
@@ -29,31 +27,12 @@ HTTP_SERVER = Path(__file__).resolve().parents[1] / "servers" / "http_server.py"
 TRANSPORTS = ["streamable-http", "sse"]
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @asynccontextmanager
-async def remote_server(port: int, transport: str) -> AsyncIterator[trio.Process]:
+async def remote_server(port: int, transport: str) -> AsyncIterator[int | None]:
     """The HTTP test server on `port`, once it listens; killed afterwards."""
     flags = ["--sse"] if transport == "sse" else []
-    remote = await trio.lowlevel.open_process(
-        [sys.executable, str(HTTP_SERVER), "--port", str(port), *flags], stderr=subprocess.PIPE
-    )
-    try:
-        with trio.fail_after(30):
-            assert remote.stderr is not None
-            seen = b""
-            while b"ready" not in seen:
-                chunk = await remote.stderr.receive_some(1024)
-                assert chunk, "the HTTP test server exited before it was ready"
-                seen += chunk
-        yield remote
-    finally:
-        remote.kill()
-        await remote.wait()
+    async with http_server([sys.executable, str(HTTP_SERVER), "--port", str(port), *flags]) as said:
+        yield said
 
 
 def remote_table(port: int, transport: str, extra: str = "") -> str:
@@ -91,12 +70,6 @@ async def test_a_remote_backend_is_aggregated_with_its_headers(
     logged = (assern_env.assern_home / "logs" / "assern.log").read_text()
     assert "s3cret-token" not in logged
     assert "HTTP Request" not in logged  # the HTTP client's line per request stays out
-
-
-async def remote_status(env: AssernEnv, config: Path) -> dict[str, Any]:
-    status = await ctl_json(env, "status", "--config", str(config))
-    [remote] = [b for b in status["backends"] if b["name"] == "remote"]
-    return dict(remote)
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -12,8 +12,6 @@ both eras.
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -25,10 +23,10 @@ import pytest
 import trio
 from content import text_in
 from harness import AssernEnv, http_front
-from instances import ctl_json
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
+from remotes import free_port, http_server, remote_status, until_ready
 
 pytestmark = [
     pytest.mark.e2e,
@@ -46,22 +44,10 @@ TESTING_SERVER = Path(__file__).resolve().parents[1] / "servers" / "testing_serv
 async def remote_testing_server(port: int = 0, *flags: str) -> AsyncIterator[int]:
     """The testing server over streamable HTTP on loopback `port` (0: a free one), with
     `flags`: its port."""
-    remote = await trio.lowlevel.open_process(
-        [sys.executable, str(TESTING_SERVER), "--name", "remote", "--http", str(port), *flags],
-        stderr=subprocess.PIPE,
-    )
-    try:
-        with trio.fail_after(30):
-            assert remote.stderr is not None
-            seen = b""
-            while b"\n" not in seen.partition(b"ready ")[2]:
-                chunk = await remote.stderr.receive_some(1024)
-                assert chunk, "the testing server exited before it was ready"
-                seen += chunk
-        yield int(seen.partition(b"ready ")[2].split()[0])
-    finally:
-        remote.kill()
-        await remote.wait()
+    argv = [sys.executable, str(TESTING_SERVER), "--name", "remote", "--http", str(port), *flags]
+    async with http_server(argv) as listening:
+        assert listening is not None
+        yield listening
 
 
 def config_of(port: int) -> str:
@@ -221,27 +207,6 @@ async def test_a_server_that_forgot_the_session_is_reconnected(
                 await until_ready(assern_env, config, restarted_after=before)
                 assert "HTTP 404" in (await remote_status(assern_env, config))["last_error"]
                 assert text_of(await client.call_tool("remote_echo", {"text": "two"})) == "two"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def remote_status(env: AssernEnv, config: Path) -> dict[str, Any]:
-    status = await ctl_json(env, "status", "--config", str(config))
-    [remote] = [b for b in status["backends"] if b["name"] == "remote"]
-    return dict(remote)
-
-
-async def until_ready(env: AssernEnv, config: Path, restarted_after: int = -1) -> None:
-    """Until the backend is ready (and has restarted since it had `restarted_after`)."""
-    while True:
-        status = await remote_status(env, config)
-        if status["state"] == "ready" and status["restarts"] > restarted_after:
-            return
-        await trio.sleep(0.1)
 
 
 async def test_a_2026_remote_backend_s_calls_are_posted_with_that_revision_s_headers(
