@@ -30,6 +30,8 @@ Its ends:
 - the backend no longer knows the session (HTTP 404), or cannot be reached: the
   connection is lost, `lost` is told (the backend's exit: it is restarted) and the
   call fails with `ForwardLost`;
+- a redirect within the endpoint's origin that keeps the method (307/308) is
+  followed, as the SDK's client follows one; any other is not;
 - any other status, a 202, an answer that is not JSON, a stream that ends without
   the response or breaks a limit: `RpcError` naming it.
 
@@ -49,6 +51,7 @@ import attrs
 import httpx2
 import mcp_types as types
 import trio
+from mcp.shared._httpx_utils import next_request_within_origin, redirect_note
 
 from assern.actors.backend.forward import ForwardLost, error_of
 from assern.actors.jsonrpc import framing
@@ -143,7 +146,7 @@ class PostLane:
             headers = {**headers, **self._headers_of(method, params or {})}
         post = self._client.build_request("POST", self._url, content=body, headers=headers)
         try:
-            response = await self._client.send(post, stream=True)
+            response = await self._send(post)
             try:
                 message = await self._answer(response, request_id, progress)
             except BaseException:
@@ -166,6 +169,22 @@ class PostLane:
         if not isinstance(result, dict):
             raise RpcError(types.INTERNAL_ERROR, f"the backend's {method} result is not a JSON object")
         return result
+
+    async def _send(self, request: httpx2.Request) -> httpx2.Response:
+        """`request` sent, its answer streamed; a redirect followed as the SDK's client
+        follows one (within the endpoint's origin, keeping the method: a 307/308
+        trailing-slash normalisation, say), any other handed back as it is."""
+        followed = 0
+        while True:
+            response = await self._client.send(request, stream=True, follow_redirects=False)
+            following = next_request_within_origin(response)
+            if following is None or followed == self._client.max_redirects:
+                return response
+            try:
+                await response.aread()  # the redirect's body: its connection goes back to the pool
+            finally:
+                await response.aclose()
+            request, followed = following, followed + 1
 
     def _gone(self, why: str) -> ForwardLost:
         self._lost(why)
@@ -193,7 +212,9 @@ class PostLane:
             if status == 200:
                 raise RpcError(types.INTERNAL_ERROR, "the server's answer is not a JSON-RPC response")
         if status != 200:
-            raise RpcError(types.INTERNAL_ERROR, f"the server answered HTTP {status}")
+            raise RpcError(
+                types.INTERNAL_ERROR, f"the server answered HTTP {status}{redirect_note(response)}"
+            )
         if kind != "text/event-stream":
             raise RpcError(types.INTERNAL_ERROR, f"the server answered an unexpected content type: {kind!r}")
         return await self._sse_answer(response, request_id, progress)
@@ -219,9 +240,7 @@ class PostLane:
             attempts += 1
             await trio.sleep((cursor.retry_ms if cursor.retry_ms is not None else DEFAULT_RETRY_MS) / 1000)
             headers = {**self._headers, "accept": "text/event-stream", "last-event-id": cursor.last_id}
-            resumed = await self._client.send(
-                self._client.build_request("GET", self._url, headers=headers), stream=True
-            )
+            resumed = await self._send(self._client.build_request("GET", self._url, headers=headers))
             try:
                 kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
                 if resumed.status_code == 404 and self._session:

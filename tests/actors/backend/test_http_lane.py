@@ -389,3 +389,35 @@ async def test_a_404_without_a_session_is_an_error_of_the_call_only() -> None:
         with pytest.raises(RpcError, match="HTTP 404"):
             await lane.request("tools/call", {"name": "x"})
     assert backend.lost == []
+
+
+@pytest.mark.parametrize(
+    ("location", "answered"),
+    [("/mcp/", True), ("http://elsewhere.test/mcp/", False)],
+)
+async def test_a_redirect_is_followed_within_the_endpoint_s_origin_only(
+    location: str, answered: bool
+) -> None:
+    """A 307 to the same origin (a trailing-slash normalisation) is followed with the
+    same method and body, as the SDK's client follows it; one to another origin is not."""
+    urls: list[str] = []
+
+    async def handle(request: httpx2.Request) -> httpx2.Response:
+        urls.append(str(request.url))
+        if request.url.path == "/mcp":
+            return httpx2.Response(307, headers={"location": location})
+        message = json.loads(request.content)
+        return httpx2.Response(200, json=reply(message, {"at": str(request.url)}))
+
+    backend = Backend(lambda m: httpx2.Response(500))
+    backend.handle = handle  # type: ignore[method-assign]  # answers by URL
+    async with backend.lane() as lane:
+        if answered:
+            assert await lane.request("tools/call", {"name": "x"}) == {"at": "http://backend.test/mcp/"}
+        else:
+            with pytest.raises(
+                RpcError, match=r"HTTP 307 \(redirected to http://elsewhere.test/mcp/; not followed\)"
+            ):
+                await lane.request("tools/call", {"name": "x"})
+    assert urls == (["http://backend.test/mcp", "http://backend.test/mcp/"] if answered else [URL])
+    assert backend.lost == []
