@@ -40,6 +40,7 @@ backend (sdk_client.py): each carries the envelope in its `_meta` and the header
 that revision, which the SDK session computes (`headers_of`: `Mcp-Method`, `Mcp-Name`,
 the `Mcp-Param-*` its tool's schema asks for); it has no session, and its cancellation
 is the dropped POST alone.
+
 Importing this module loads httpx: it is imported only when a remote backend starts.
 """
 
