@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any, cast
 import attrs
 import httpx2
 import mcp_types as types
+import structlog
 import trio
 from mcp.shared._httpx_utils import next_request_within_origin, redirect_note
 
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncGenerator, Awaitable, Callable
 
     from assern.actors.backend.messages import ProgressSink
+
+log = structlog.get_logger()
 
 #: how long the notice of a cancelled request may take to post (the cancelled call waits)
 CANCEL_NOTICE_LIMIT = 1.0
@@ -240,6 +243,12 @@ class PostLane:
                 )
             attempts += 1
             await trio.sleep((cursor.retry_ms if cursor.retry_ms is not None else DEFAULT_RETRY_MS) / 1000)
+            log.info(
+                "backend_stream_resumed",
+                after_event=cursor.last_id,
+                attempt=attempts,
+                why=cursor.broke.strip(" ()") or "it ended",
+            )
             headers = {**self._headers, "accept": "text/event-stream", "last-event-id": cursor.last_id}
             resumed = await self._send(self._client.build_request("GET", self._url, headers=headers))
             try:

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx2
 import pytest
+import structlog.testing
 import trio
 import trio.testing
 
@@ -327,8 +328,13 @@ async def test_a_stream_that_breaks_off_before_the_response_is_resumed_where_it_
 
     async with backend.lane() as lane:
         started = trio.current_time()
-        assert await lane.request("tools/call", {"name": "x"}, on_progress) == {"ok": 1}
+        with structlog.testing.capture_logs() as logs:
+            assert await lane.request("tools/call", {"name": "x"}, on_progress) == {"ok": 1}
         assert trio.current_time() - started == pytest.approx(0.5)  # the server's retry, twice
+    assert [(e["event"], e["after_event"], e["attempt"]) for e in logs] == [
+        ("backend_stream_resumed", "e1", 1),
+        ("backend_stream_resumed", "e2", 1),  # it went on: a fresh count
+    ]
     assert [h["last-event-id"] for h in backend.resumed] == ["e1", "e2"]
     assert all(h["mcp-session-id"] == "s-1" for h in backend.resumed)
     assert steps == [1]
