@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
+#: why a session's request answered 404 ends the connection (the server forgot the session)
+FORGOTTEN = "the server no longer knows assern's session (HTTP 404)"
 #: how long the notice of a cancelled request may take to post (the cancelled call waits)
 CANCEL_NOTICE_LIMIT = 1.0
 #: the largest SSE event of an answer (the SDK client's own limit)
@@ -203,9 +205,9 @@ class PostLane:
         response: that is left to `_rest` (off the call's path), and closed there.
         """
         status = response.status_code
-        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        kind = _media_type(response)
         if status == 404 and self._session:
-            raise self._gone("the server no longer knows assern's session (HTTP 404)")
+            raise self._gone(FORGOTTEN)
         if status == 202:
             raise RpcError(types.INVALID_REQUEST, "the server answered a request with 202 Accepted")
         if kind == "application/json":
@@ -252,9 +254,9 @@ class PostLane:
             headers = {**self._headers, "accept": "text/event-stream", "last-event-id": cursor.last_id}
             resumed = await self._send(self._client.build_request("GET", self._url, headers=headers))
             try:
-                kind = resumed.headers.get("content-type", "").partition(";")[0].strip().lower()
+                kind = _media_type(resumed)
                 if resumed.status_code == 404 and self._session:
-                    raise self._gone("the server no longer knows assern's session (HTTP 404)")
+                    raise self._gone(FORGOTTEN)
                 if resumed.status_code != 200 or kind != "text/event-stream":
                     raise RpcError(
                         types.INTERNAL_ERROR,
@@ -346,6 +348,11 @@ class _Cursor:
     retry_ms: int | None = None
     #: how the latest stream broke off, when it did not simply end (for the error)
     broke: str = ""
+
+
+def _media_type(response: httpx2.Response) -> str:
+    """The media type of `response`'s body, without its parameters (`text/event-stream`)."""
+    return response.headers.get("content-type", "").partition(";")[0].strip().lower()
 
 
 def _decoded(data: bytes | str) -> Any:
