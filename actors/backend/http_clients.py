@@ -79,8 +79,8 @@ class Drained(httpx2.AsyncByteStream):
                     except httpx2.HTTPError:
                         pass  # the connection broke: nothing to keep
         finally:
-            # Also when the drain is cancelled (its call was): the connection is then
-            # given up, never left half-read and counted as busy in the pool.
+            # Also when the drain is cancelled (its call was): the body under it is
+            # closed now (its connection given up), not left to the collector.
             with trio.CancelScope(shield=True):
                 await self._inner.aclose()
 

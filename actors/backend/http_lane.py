@@ -137,8 +137,9 @@ class PostLane:
         """Post one request and return its result dict, as the backend wrote it.
 
         Raises RpcError for an error response (or an answer that is not one) and
-        ForwardLost when the connection to the backend is lost. On cancellation the
-        backend is sent `notifications/cancelled` for the request.
+        ForwardLost when the connection to the backend is lost. On cancellation the POST
+        is dropped and, on a handshake-era session, the backend is sent
+        `notifications/cancelled` for the request.
         """
         self._next += 1
         request_id = f"h{self._next}"  # never one of the SDK's integer ids
