@@ -23,6 +23,7 @@ import pytest
 import trio
 from content import text_in
 from harness import AssernEnv, http_front
+from instances import text_of
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import FileUrl
@@ -52,10 +53,6 @@ async def remote_testing_server(port: int = 0, *flags: str) -> AsyncIterator[int
 
 def config_of(port: int) -> str:
     return f'[servers.remote]\nurl = "http://127.0.0.1:{port}/mcp"\n'
-
-
-def text_of(result: types.CallToolResult) -> str:
-    return text_in(result.content[0])
 
 
 async def test_progress_logs_and_list_changes_of_a_call_reach_its_client(
