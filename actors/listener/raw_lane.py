@@ -251,10 +251,12 @@ class RawLane:
         params = raw.get("params")
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
             return False
-        if params is not None and (
-            not isinstance(params, dict) or PROTOCOL_VERSION_META_KEY in (params.get("_meta") or {})
-        ):
-            return False
+        if params is not None:  # junk is the session's to answer; so is a 2026-07-28 envelope
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            if not isinstance(params, dict) or not isinstance(meta, dict | None):
+                return False
+            if meta is not None and PROTOCOL_VERSION_META_KEY in meta:
+                return False
         catalog = self._routing.catalog
         settled = self.shared.settled.is_set() and self._routing.catalog_complete()
         if not (settled or catalog.lists_meta_tools_only):

@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 from fake_backend import Wire, setup
-from hostile import LINES, check_answers, owed_count
+from hostile import LINES, check_answers, lane_requests, owed_count
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -52,6 +52,29 @@ def test_every_hostile_line_is_answered_as_owed_and_the_connection_goes_on(lines
     probe = [answer for answer in answers if answer.get("id") == PROBE]
     assert probe == [{"jsonrpc": "2.0", "id": PROBE, "result": {}}]
     check_answers(lines, [answer for answer in answers if answer.get("id") != PROBE])
+
+
+@given(lines=st.lists(lane_requests(), min_size=1, max_size=8))
+def test_junk_where_the_raw_lane_looks_is_answered_and_the_connection_goes_on(lines: list[bytes]) -> None:
+    # `tools/list` with `"_meta": true` once ended the connection (a membership test on
+    # a bool in the raw lane): a stdio client's whole session, with its calls in flight.
+    answers = trio.run(_exchange, lines)
+    probe = [answer for answer in answers if answer.get("id") == PROBE]
+    assert probe == [{"jsonrpc": "2.0", "id": PROBE, "result": {}}]
+    check_answers(lines, [answer for answer in answers if answer.get("id") != PROBE])
+
+
+def test_a_list_whose_meta_is_not_an_object_is_refused_and_the_connection_goes_on() -> None:
+    metas = [True, 7, 1.5, "x", [1]]
+    lines = [
+        json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": {"_meta": meta}}).encode()
+        for n, meta in enumerate(metas)
+    ]
+    answers = {answer["id"]: answer for answer in trio.run(_exchange, lines)}
+    for n in range(len(metas)):
+        assert answers[n]["error"]["code"] == -32602
+        assert "_meta" in answers[n]["error"]["message"]
+    assert answers[PROBE] == {"jsonrpc": "2.0", "id": PROBE, "result": {}}
 
 
 def test_a_ten_megabyte_line_is_answered_and_the_connection_goes_on() -> None:

@@ -2,10 +2,10 @@
 
 A line is whatever a buggy or hostile client may write: random bytes, JSON that is not
 JSON-RPC, requests with ids of every kind, unknown methods, params of the wrong shape,
-JSON nested far too deep. `expected_ids` says which answers a line is owed: a request
-with a usable id gets exactly one answer with that id (a result or an error); a line
-that is not JSON, or nested too deep, gets an error whose id is the one readable at its
-top level, else null.
+JSON nested far too deep. `owed` says which answers a line is owed: a request with a
+usable id gets exactly one answer with that id (a result or an error); a notification
+or a response (valid JSON-RPC) gets none; anything else (not JSON, nested too deep, not
+JSON-RPC) gets an error whose id is the one readable at its top level, else null.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ import json
 from collections import Counter
 from typing import Any
 
+import mcp_types as types
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 #: Methods a client may send: served, served with junk params, or unknown. Cancellation
 #: and the handshake are left out on purpose: a cancelled request is owed no answer.
@@ -36,10 +38,15 @@ IDS = st.one_of(
     st.text(max_size=12),
     st.sampled_from([0, -1, 2**53, "", "1", "probe"]),
 )
+#: Keys the fronts look up: junk under them reaches deeper than junk under random keys.
+PROTOCOL_KEYS = st.sampled_from(
+    ["_meta", "name", "arguments", "uri", "cursor", "progressToken", "method", "params", "requestId"]
+)
 JUNK = st.recursive(
     st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8)),
     lambda inner: st.one_of(
-        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.one_of(st.text(max_size=6), PROTOCOL_KEYS), inner, max_size=3),
     ),
     max_leaves=8,
 )
@@ -47,7 +54,8 @@ JUNK = st.recursive(
 
 @st.composite
 def requests(draw: st.DrawFn) -> bytes:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": draw(IDS), "method": draw(METHODS)}
+    method = draw(st.one_of(METHODS, METHODS, JUNK))  # mostly a method, sometimes not a string
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": draw(IDS), "method": method}
     params = draw(
         st.one_of(
             st.none(),
@@ -55,11 +63,27 @@ def requests(draw: st.DrawFn) -> bytes:
             st.just({"name": "a_echo", "arguments": {"text": "x"}}),
             st.just({"name": "no_such_tool"}),
             st.just({"uri": "assern://a/nothing"}),
+            st.builds(lambda meta: {"_meta": meta}, JUNK),
+            st.builds(lambda meta: {"name": "a_echo", "arguments": {"text": "x"}, "_meta": meta}, JUNK),
         )
     )
     if params is not None:
         message["params"] = params
     return json.dumps(message).encode()
+
+
+#: Values of every JSON type, truthy and falsy: what a check written for one type trips on.
+ODD = st.sampled_from([True, False, 0, 7, 1.5, "", "x", [], [1], {}, {"x": 1}, None])
+
+
+@st.composite
+def lane_requests(draw: st.DrawFn) -> bytes:
+    """tools/list and tools/call with junk under the keys a front reads before the SDK's
+    models do (`name`, `arguments`, `_meta` and the rest): the raw lanes' own checks."""
+    params: dict[str, Any] = draw(st.sampled_from([{}, {"name": "a_echo", "arguments": {"text": "x"}}]))
+    params = {**params, **draw(st.dictionaries(PROTOCOL_KEYS, st.one_of(ODD, JUNK), min_size=1, max_size=4))}
+    method = draw(st.sampled_from(["tools/list", "tools/call"]))
+    return json.dumps({"jsonrpc": "2.0", "id": draw(IDS), "method": method, "params": params}).encode()
 
 
 def nested(depth: int, request_id: int | None) -> bytes:
@@ -105,11 +129,18 @@ def owed(line: bytes) -> list[object] | None:
     if isinstance(value, dict) and isinstance(value.get("method"), str) and "id" in value:
         request_id = value["id"]
         return [request_id] if usable(request_id) else ["?"]
-    if isinstance(value, dict) and "method" in value and "id" not in value:
-        return None  # a notification, valid or not: nothing comes back
-    if isinstance(value, dict) and ("result" in value or "error" in value):
-        return None  # a response to nothing this server asked: dropped
-    return ["?"]
+    if is_message(value):
+        return None  # a notification, or a response to nothing this server asked: dropped
+    return ["?"]  # not JSON-RPC: an invalid request, answered with the id found or null
+
+
+def is_message(value: object) -> bool:
+    """Whether `value` is a JSON-RPC 2.0 message by the protocol's own schema."""
+    try:
+        types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except ValidationError:
+        return False
+    return True
 
 
 def owed_count(lines: list[bytes]) -> int:
