@@ -1,6 +1,7 @@
-"""Hostile bodies POSTed into a handshake-era session of a running HTTP front: each one
-gets a clear HTTP answer (an answer with its id when it is a request the front can
-read), the session goes on answering, and the process never exits."""
+"""Hostile bodies POSTed to a running HTTP front, into a handshake-era session and as
+2026-07-28 requests: each one gets a clear HTTP answer (an answer with its id when it is
+a request the front can read), the session goes on answering, and the process never
+exits."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import attrs
 import httpx2
 import pytest
 from harness import HTTP_INIT, POST_HEADERS, assern_command, in_session, make_env, server_table
-from hostile import LINES, owed, usable
+from hostile import LINES, lane_requests, owed, usable
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,4 +108,39 @@ def test_every_hostile_body_gets_a_clear_answer_and_the_session_goes_on(
     answered = front.http.post(front.url, json=probe, headers=front.headers)
     assert answered.status_code == 200
     assert answered.json() == {"jsonrpc": "2.0", "id": PROBE, "result": {}}
+    assert front.process.poll() is None
+
+
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@given(lines=st.lists(st.one_of(LINES, lane_requests()), min_size=1, max_size=4))
+def test_every_hostile_2026_07_28_body_gets_a_clear_answer(front: Front, lines: list[bytes]) -> None:
+    # A request whose method was a JSON object once made the front fail with a 500 (a
+    # membership test on an unhashable value before the SDK's models saw it).
+    headers = {**POST_HEADERS, "mcp-protocol-version": "2026-07-28"}
+    for line in lines:
+        response = front.http.post(front.url, content=line, headers=headers)
+        seen = (line[:200], response.status_code, response.text[:300])
+        assert response.status_code in (200, 202, 400, 404), seen
+        ids = owed(line)
+        if response.status_code == 202:
+            assert ids is None, seen
+            continue
+        [answer] = answers_of(response)
+        assert "result" in answer or "error" in answer, seen
+        if ids is None or ids == ["?"] or not usable(ids[0]):
+            assert answer["id"] is None or response.status_code != 400, seen
+        elif response.status_code == 400:  # the transport's refusal names the id it read, or none
+            assert answer["id"] in (ids[0], None), seen
+        else:
+            assert answer["id"] == ids[0], seen
+    probe = {"jsonrpc": "2.0", "id": PROBE, "method": "tools/list", "params": {"_meta": ENVELOPE}}
+    answered = front.http.post(front.url, json=probe, headers={**headers, "mcp-method": "tools/list"})
+    assert answered.status_code == 200, answered.text
+    assert [tool["name"] for tool in answered.json()["result"]["tools"]] == ["a_echo"]
     assert front.process.poll() is None

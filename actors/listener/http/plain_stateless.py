@@ -91,7 +91,10 @@ def plain_request(headers: Mapping[str, str], message: Any) -> JSONRPCRequest | 
     """The POST's request when the front answers it itself, else None."""
     if not is_json(headers.get("content-type", "")) or not accepts_both(headers.get("accept", "")):
         return None
-    if not isinstance(message, dict) or "id" not in message or message.get("method") in NOT_PLAIN:
+    if not isinstance(message, dict) or "id" not in message:
+        return None
+    method = message.get("method")
+    if not isinstance(method, str) or method in NOT_PLAIN:  # not a request: the SDK's entry says so
         return None
     try:  # the envelope the SDK's entry would accept
         request = JSONRPCRequest.model_validate(message)
