@@ -76,7 +76,7 @@ async def _ask_all(requests: Mapping[str, Any], ask: Ask) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     for key, request in requests.items():
         method = request.get("method") if isinstance(request, dict) else None
-        if method not in CAPABILITY_OF:
+        if not isinstance(method, str) or method not in CAPABILITY_OF:
             raise RpcError(
                 types.INTERNAL_ERROR, f"the server asked for input assern cannot relay: {method!r}"
             )

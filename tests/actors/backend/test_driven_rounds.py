@@ -90,7 +90,13 @@ async def test_a_backend_that_never_answers_is_given_up_on() -> None:
 
 @pytest.mark.parametrize(
     "requests",
-    [{"a": {"method": "tools/call"}}, {"a": "sampling/createMessage"}, ["not", "a", "map"]],
+    [
+        {"a": {"method": "tools/call"}},
+        {"a": "sampling/createMessage"},
+        ["not", "a", "map"],
+        {"a": {"method": {"not": "a name"}}},  # once a TypeError (a dict looked up in a map)
+        {"a": {"method": ["roots/list"]}},
+    ],
 )
 async def test_what_assern_cannot_relay_is_a_clear_error(requests: Any) -> None:
     with pytest.raises(RpcError, match=r"cannot relay|malformed"):
