@@ -12,6 +12,7 @@ raw JSON-RPC goes through the process's `Forwarder` instead.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -102,6 +103,11 @@ class CallDesk:
         self.last_activity = 0.0
         #: whether tools/call may be spliced (a ready stdio backend on a handshake version)
         self.fast_path = False
+        #: the backend's requests waiting on a client's answer (sampling, elicitation,
+        #: roots): while there are any, no call of the backend runs against its timeout
+        self.asking = 0
+        #: the timeout scopes of the mailbox's calls in flight
+        self._deadlines: set[trio.CancelScope] = set()
         self.begin(ProcessLink())
 
     def begin(self, link: ProcessLink) -> None:
@@ -216,6 +222,7 @@ class CallDesk:
             raise RpcError(
                 types.INVALID_REQUEST, f"no client call of server '{self.spec.name}' to route {method} to"
             )
+        self._hold_deadlines()
         try:
             answer = await origin.ask(method, params)
         except RpcError:
@@ -227,6 +234,8 @@ class CallDesk:
             if isinstance(error, types.ErrorData):
                 raise RpcError(error.code, error.message, error.data) from exc
             raise RpcError(types.INTERNAL_ERROR, f"the client could not answer {method}: {exc}") from exc
+        finally:
+            self._release_deadlines()
         model = ORIGIN_RESULTS.get(method)
         if model is None:
             return answer
@@ -236,6 +245,32 @@ class CallDesk:
             raise RpcError(
                 types.INTERNAL_ERROR, f"the client's answer to {method} is not valid: {describe_invalid(exc)}"
             ) from None
+
+    def deadline_after(self, timeout: float) -> float:
+        """A call's deadline `timeout` from now; none while the backend waits on a client."""
+        return math.inf if self.asking else trio.current_time() + timeout
+
+    def _hold_deadlines(self) -> None:
+        """The backend waits on a client (a person may be answering): its calls' clocks stop.
+
+        Which call a server-to-client request belongs to is not on the wire, so every
+        call of the backend waits; each gets its whole timeout again once the answer is in.
+        """
+        self.asking += 1
+        for scope in self._deadlines:
+            scope.deadline = math.inf
+        for call in self.spliced.values():
+            call.deadline = math.inf
+
+    def _release_deadlines(self) -> None:
+        self.asking -= 1
+        if self.asking:
+            return
+        now = trio.current_time()
+        for scope in self._deadlines:
+            scope.deadline = now + self.spec.timeout
+        for call in self.spliced.values():
+            call.deadline = now + call.timeout
 
     # -------------------------------------------------------------------- calls
 
@@ -275,8 +310,12 @@ class CallDesk:
     async def _answer(self, session: BackendSession, msg: BackendRequest) -> outcome.Outcome[Any] | None:
         """Run one request; None when its caller cancelled it (nobody is waiting)."""
         try:
-            with msg.scope, trio.move_on_after(self.spec.timeout) as deadline:
-                return outcome.Value(await self._dispatch(session, msg, deadline))
+            with msg.scope, trio.CancelScope(deadline=self.deadline_after(self.spec.timeout)) as deadline:
+                self._deadlines.add(deadline)
+                try:
+                    return outcome.Value(await self._dispatch(session, msg, deadline))
+                finally:
+                    self._deadlines.discard(deadline)
             if msg.scope.cancelled_caught:
                 return None
             text = f"did not answer within {self.spec.timeout:g} s"
@@ -305,7 +344,7 @@ class CallDesk:
                 sink = msg.progress
 
                 async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-                    deadline.deadline = trio.current_time() + self.spec.timeout
+                    deadline.deadline = self.deadline_after(self.spec.timeout)
                     if sink is not None:
                         await sink(progress, total, message)
 
@@ -318,7 +357,7 @@ class CallDesk:
                 sink = msg.progress
 
                 async def forward_progress(progress: float, total: float | None, message: str | None) -> None:
-                    deadline.deadline = trio.current_time() + self.spec.timeout
+                    deadline.deadline = self.deadline_after(self.spec.timeout)
                     if sink is not None:
                         await sink(progress, total, message)
 

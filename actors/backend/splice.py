@@ -19,12 +19,13 @@ stdio backend does not go through the backend's mailbox, nor get a task of its o
 
 The actor's bookkeeping rides along in `SplicedCall` (through `Books`): calls in flight
 and in all, the call's origin for server-to-client requests, its deadline (progress
-resets it) and the `tool_call_finished` log line. No callback here may block or
-await: each runs inside another task's loop.
+resets it; none while the backend waits on a client's answer) and the `tool_call_finished`
+log line. No callback here may block or await: each runs inside another task's loop.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -132,7 +133,7 @@ class SplicedCall:
         self.call_id = call_id
         self.timeout = timeout
         self.started = trio.current_time()
-        self.deadline = self.started + timeout
+        self.deadline = books.deadline_after(timeout)
         self.backend_id = ""
 
     # what the backend's stdout reader hands us (forward.Sink)
@@ -145,7 +146,7 @@ class SplicedCall:
             self._books.spliced_finished(self, ok="result" in message)
 
     def progressed(self, params: dict[str, Any], line: bytes) -> None:
-        self.deadline = trio.current_time() + self.timeout
+        self.deadline = self._books.deadline_after(self.timeout)
         self.reply.progressed(params, line, self.backend_id)
 
     def lost(self, reason: str) -> None:
@@ -175,20 +176,24 @@ class Books(Protocol):
 
     def describe_loss(self, reason: str) -> Describe: ...
 
+    def deadline_after(self, timeout: float) -> float:
+        """A call's deadline `timeout` from now (none while the backend waits on a client)."""
+
 
 async def watch_deadlines(
     calls: dict[str, SplicedCall], call_timeout: float, on_expired: Callable[[SplicedCall], None]
 ) -> None:
     """Expire the spliced calls that run past their deadline, for as long as it runs.
 
-    Every deadline is set `call_timeout` after its call started or last made progress, so a
-    call added later never has an earlier deadline than the ones already known: sleeping
-    until the earliest known one (or one `call_timeout` from now) misses nothing, and costs
-    no wake-up per call.
+    Every deadline is set `call_timeout` after its call started or last made progress, or
+    lifted (infinite) while the backend waits on a client: a call added later never has a
+    deadline earlier than `call_timeout` from now, so sleeping until the earliest known
+    one, or that long at most, misses nothing and costs no wake-up per call.
     """
     while True:
         now = trio.current_time()
-        earliest = min((call.deadline for call in calls.values()), default=now + call_timeout)
+        earliest = min((call.deadline for call in calls.values()), default=math.inf)
+        earliest = min(earliest, now + call_timeout)
         if earliest > now:
             await trio.sleep_until(earliest)
             continue

@@ -251,7 +251,8 @@ class ServerSpec:
         rules: The server's deny, read_only, validate and confirm.
         policy: How the backend is restarted (OTP restart type, intensity, backoff).
         start: "eager" starts with assern; "lazy" on first use.
-        timeout: Seconds allowed for one call.
+        timeout: Seconds allowed for one call (progress resets them; the backend's wait
+            on a client's answer does not count).
         startup_timeout: Seconds allowed for the backend to start and initialize.
         idle_timeout: Seconds without calls after which a backend may be stopped; None
             keeps it running.

@@ -227,3 +227,25 @@ async def test_a_handshake_client_s_requests_to_a_2026_stdio_backend_keep_every_
                 await trio.sleep(0.02)
             assert marker.read_text() == "cancelled"
             assert text_of(await client.call_tool("alpha_echo", {"text": "still here"})) == "still here"
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS))
+async def test_a_client_slower_than_the_backend_s_timeout_still_gets_its_answer(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], backend: str
+) -> None:
+    # A person may take minutes over an elicitation: the backend's timeout (1 s here)
+    # measures the backend, so waiting on the client neither fails the call nor
+    # restarts the backend as hung (both happened until the wait stopped its clock).
+    config = write_config(BACKENDS[backend] + "timeout = 1\n")
+
+    async def slow_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        await trio.sleep(2.5)
+        return await elicit(context, params)
+
+    with trio.fail_after(90):
+        async with clients_of_every_era(assern_env, config, elicitation_callback=slow_elicit) as clients:
+            for era, client in clients:
+                result = await client.call_tool("alpha_ask_elicitation", {"message": era})
+                assert text_of(result) == f"accept: yes to {era}", era
+    restarts = ("backend_hung", "backend_restart_scheduled")
+    assert [e for e in assern_env.log_events() if e.get("event") in restarts] == []
