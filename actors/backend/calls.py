@@ -49,6 +49,11 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
+#: How long a client may take to answer a backend's request (a person may be answering
+#: it; the calls of the backend wait meanwhile, see `CallDesk.ask_origin`), as long as a
+#: 2026-07-28 client's parked round (listener/round_trips.py's PARKED_LIMIT).
+ASK_LIMIT = 300.0
+
 #: The backend's requests that go back to a client, and what a valid answer looks like.
 ORIGIN_RESULTS: dict[str, type[BaseModel]] = {
     "sampling/createMessage": types.CreateMessageResult,
@@ -214,8 +219,12 @@ class CallDesk:
     async def ask_origin(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """Ask the client whose call is the latest in flight, for the backend; its result dict.
 
-        Raises RpcError when there is no such call, when the client refuses, and when
-        its answer is not a valid result for `method`: the backend is answered with it.
+        While the client answers, no call of the backend runs against its timeout; the
+        client has `ASK_LIMIT` seconds.
+
+        Raises RpcError when there is no such call, when the client refuses or takes
+        longer than that, and when its answer is not a valid result for `method`: the
+        backend is answered with it.
         """
         origin = self._calls.latest()
         if origin is None or origin.ask is None:
@@ -224,7 +233,12 @@ class CallDesk:
             )
         self._hold_deadlines()
         try:
-            answer = await origin.ask(method, params)
+            with trio.move_on_after(ASK_LIMIT) as limit:
+                answer = await origin.ask(method, params)
+            if limit.cancelled_caught:
+                raise RpcError(
+                    types.REQUEST_TIMEOUT, f"the client did not answer {method} within {ASK_LIMIT:g} s"
+                )
         except RpcError:
             raise
         except Exception as exc:

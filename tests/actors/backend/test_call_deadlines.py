@@ -5,20 +5,23 @@ the answer is in (virtual time)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
+import mcp_types as types
 import pytest
 import trio
 import trio.testing
 
-from assern.actors.backend.calls import CallDesk
+from assern.actors.backend.calls import ASK_LIMIT, CallDesk
 from assern.actors.backend.errors import BackendHung, BackendTimeout
 from assern.actors.backend.forward import Forwarder
 from assern.actors.backend.messages import ForwardCall, Origin, ProgressSink
 from assern.actors.backend.splice import Describe, SplicedCall, watch_deadlines
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.config.spec import ServerSpec
+from assern.actors.jsonrpc.errors import RpcError
 from assern.supervisor.mailbox import Pending, Reply, new_reply
 
 TIMEOUT = 10.0
@@ -146,3 +149,19 @@ async def test_a_spliced_call_is_held_while_the_backend_waits_then_expires_on_it
         nursery.cancel_scope.cancel()
     assert failed == [(5 + THINKING + TIMEOUT, "server 'slow' did not answer within 10 s")]
     assert [type(error) for error in desk.ended] == [BackendHung]
+
+
+async def test_a_client_that_never_answers_is_given_up_on_after_the_ask_limit(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Else one ignored sampling request would leave every call of the backend without
+    # a timeout for as long as the client stays connected. The backend is told; here
+    # it fails its call with that error (no restart: it did answer).
+    desk = Desk(ProcessLink())
+    desk.calls.begin(ProcessLink(poster=AskingBackend(desk, work=None)))
+    with pytest.raises(RpcError, match="did not answer sampling/createMessage within 300 s") as caught:
+        await forward(desk, desk.origin(thinking=math.inf))
+    assert caught.value.code == types.REQUEST_TIMEOUT
+    assert trio.current_time() == ASK_LIMIT
+    assert desk.calls.asking == 0
+    assert desk.ended == []
