@@ -233,13 +233,13 @@ async def test_a_handshake_client_s_requests_to_a_2026_stdio_backend_keep_every_
 async def test_a_client_slower_than_the_backend_s_timeout_still_gets_its_answer(
     assern_env: AssernEnv, write_config: Callable[[str], Path], backend: str
 ) -> None:
-    # A person may take minutes over an elicitation: the backend's timeout (1 s here)
+    # A person may take minutes over an elicitation: the backend's timeout (0.5 s here)
     # measures the backend, so waiting on the client neither fails the call nor
     # restarts the backend as hung (both happened until the wait stopped its clock).
-    config = write_config(BACKENDS[backend] + "timeout = 1\n")
+    config = write_config(BACKENDS[backend] + "timeout = 0.5\n")
 
     async def slow_elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
-        await trio.sleep(2.5)
+        await trio.sleep(1.5)  # three timeouts
         return await elicit(context, params)
 
     with trio.fail_after(90):
