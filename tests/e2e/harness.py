@@ -130,6 +130,12 @@ HTTP_INIT = {
         "clientInfo": {"name": "raw", "version": "1"},
     },
 }
+#: The `_meta` envelope of a raw 2026-07-28 request, for tests that speak HTTP by hand.
+MODERN_ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 #: The headers of a raw MCP POST.
 POST_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 

@@ -15,7 +15,7 @@ import pytest
 import trio
 from content import text_in
 from harness import HTTP_INIT as INIT
-from harness import POST_HEADERS, AssernEnv, HttpFront, http_front, in_session, server_table
+from harness import MODERN_ENVELOPE, POST_HEADERS, AssernEnv, HttpFront, http_front, in_session, server_table
 from instances import daemon, wait_until
 from mcp import Client
 from mcp.client.sse import sse_client
@@ -126,12 +126,7 @@ async def test_a_client_that_hangs_up_mid_call_gets_the_backend_call_cancelled(
 
 
 def modern_call(request_id: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": {},
-    }
-    params = {"name": tool, "arguments": arguments, "_meta": meta}
+    params = {"name": tool, "arguments": arguments, "_meta": MODERN_ENVELOPE}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 

@@ -15,7 +15,15 @@ from typing import Any
 import attrs
 import httpx2
 import pytest
-from harness import HTTP_INIT, POST_HEADERS, assern_command, in_session, make_env, server_table
+from harness import (
+    HTTP_INIT,
+    MODERN_ENVELOPE,
+    POST_HEADERS,
+    assern_command,
+    in_session,
+    make_env,
+    server_table,
+)
 from hostile import LINES, lane_requests, owed, usable
 from hypothesis import given
 from hypothesis import strategies as st
@@ -111,13 +119,6 @@ def test_every_hostile_body_gets_a_clear_answer_and_the_session_goes_on(
     assert front.process.poll() is None
 
 
-ENVELOPE = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-
-
 @given(lines=st.lists(st.one_of(LINES, lane_requests()), min_size=1, max_size=4))
 def test_every_hostile_2026_07_28_body_gets_a_clear_answer(front: Front, lines: list[bytes]) -> None:
     # A request whose method was a JSON object once made the front fail with a 500 (a
@@ -139,7 +140,7 @@ def test_every_hostile_2026_07_28_body_gets_a_clear_answer(front: Front, lines: 
             assert answer["id"] in (ids[0], None), seen
         else:
             assert answer["id"] == ids[0], seen
-    probe = {"jsonrpc": "2.0", "id": PROBE, "method": "tools/list", "params": {"_meta": ENVELOPE}}
+    probe = {"jsonrpc": "2.0", "id": PROBE, "method": "tools/list", "params": {"_meta": MODERN_ENVELOPE}}
     answered = front.http.post(front.url, json=probe, headers={**headers, "mcp-method": "tools/list"})
     assert answered.status_code == 200, answered.text
     assert [tool["name"] for tool in answered.json()["result"]["tools"]] == ["a_echo"]

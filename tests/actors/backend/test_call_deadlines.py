@@ -31,17 +31,16 @@ SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "ok"}, "mode
 
 
 class Desk:
-    """A `CallDesk` and what it did: the incarnation's ends and the asks it made."""
+    """A `CallDesk` and the incarnation ends it asked for."""
 
-    def __init__(self, link: ProcessLink) -> None:
+    def __init__(self) -> None:
         self.ended: list[Exception] = []
         self.calls = CallDesk(SPEC, finish=self.ended.append, ended=lambda: False, last_exit=lambda: None)
-        self.calls.begin(link)
-        self.asked_at: list[float] = []
 
     def origin(self, thinking: float = THINKING) -> Origin:
+        """A client that answers each request after `thinking` seconds."""
+
         async def ask(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-            self.asked_at.append(trio.current_time())
             await trio.sleep(thinking)
             return SAMPLED
 
@@ -75,7 +74,7 @@ async def forward(desk: Desk, origin: Origin) -> Any:
 
 
 async def test_a_call_waiting_on_its_client_does_not_time_out(autojump_clock: trio.testing.MockClock) -> None:
-    desk = Desk(ProcessLink())
+    desk = Desk()
     desk.calls.begin(ProcessLink(poster=AskingBackend(desk, work=8.0)))
     result = await forward(desk, desk.origin())
     assert result == {"content": [{"type": "text", "text": "ok"}]}
@@ -87,7 +86,7 @@ async def test_a_call_waiting_on_its_client_does_not_time_out(autojump_clock: tr
 async def test_once_answered_the_call_has_its_whole_timeout_again(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    desk = Desk(ProcessLink())
+    desk = Desk()
     desk.calls.begin(ProcessLink(poster=AskingBackend(desk, work=None)))
     with pytest.raises(BackendTimeout, match="did not answer within 10 s"):
         await forward(desk, desk.origin())
@@ -100,7 +99,7 @@ async def test_a_call_that_starts_while_the_backend_waits_is_held_too(
 ) -> None:
     # The backend may serve nothing else until it has its answer (a server that
     # handles one request at a time): a call sent meanwhile is not its fault either.
-    desk = Desk(ProcessLink())
+    desk = Desk()
     desk.calls.begin(ProcessLink(poster=AskingBackend(desk, work=8.0)))
     results: list[Any] = []
 
@@ -119,7 +118,7 @@ async def test_a_spliced_call_is_held_while_the_backend_waits_then_expires_on_it
     autojump_clock: trio.testing.MockClock, outbox: Callable[..., Any]
 ) -> None:
     forwarder = Forwarder(outbox())
-    desk = Desk(ProcessLink())
+    desk = Desk()
     desk.calls.begin(ProcessLink(forwarder=forwarder))
     desk.calls.fast_path = True
     failed: list[tuple[float, str]] = []
@@ -157,7 +156,7 @@ async def test_a_client_that_never_answers_is_given_up_on_after_the_ask_limit(
     # Else one ignored sampling request would leave every call of the backend without
     # a timeout for as long as the client stays connected. The backend is told; here
     # it fails its call with that error (no restart: it did answer).
-    desk = Desk(ProcessLink())
+    desk = Desk()
     desk.calls.begin(ProcessLink(poster=AskingBackend(desk, work=None)))
     with pytest.raises(RpcError, match="did not answer sampling/createMessage within 300 s") as caught:
         await forward(desk, desk.origin(thinking=math.inf))
