@@ -15,6 +15,10 @@ bench server's `echo`:
   backend, in both protocol eras;
 - assern → http: assern with the direct server as a streamable-HTTP backend, its
   clients in both protocol eras (assern speaks the handshake era to the backend);
+- floor: `floor.py`, the least a front under hypercorn's trio worker adds: each body
+  passed as it came to the same stdio backend (or, `floor → http`, re-posted to the
+  direct server), with no names, checks, logs or sessions of its own. What assern adds
+  above it is assern's own; what it adds over direct, no such front avoids;
 - fastmcp: FastMCP's proxy of the same stdio backend, run over HTTP (in its own
   virtualenv, set up on the first run as ops/bench/run.py does);
 - fastmcp → http: FastMCP's proxy with the direct server as its HTTP backend (the
@@ -46,6 +50,7 @@ import trio
 from mcp import Client
 
 HERE = Path(__file__).resolve().parent
+FLOOR = HERE / "floor.py"
 BENCH = HERE.parent
 sys.path.insert(0, str(BENCH))
 
@@ -147,6 +152,12 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         for era in ("legacy", "2026-07-28"):
             argv = [assern, "serve", "--config", str(http_config), "--http", "0", "--no-stdio"]
             paths.append((f"assern -> http backend ({era})", argv, assern_env, rb"at (http://\S+)", era))
+        floor = [sys.executable, str(FLOOR), "--port", "0"]
+        eras = ("legacy", "2026-07-28")
+        at = rb"at (http://\S+)"
+        paths += [(f"floor ({era})", [*floor, "--", *backend_args], env, at, era) for era in eras]
+        to_http = [*floor, "--url", direct_url]
+        paths += [(f"floor -> http backend ({era})", to_http, env, at, era) for era in eras]
         if not args.no_peers:
             usable, note = (
                 setup_peer(FASTMCP.peer, work / "fastmcp-setup.log") if FASTMCP.peer else (False, "")
@@ -175,7 +186,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             async with process(argv, penv, ready) as (front, found):
                 url = found
                 async with Client(direct_url, mode=era) as direct, Client(url, mode=era) as through:
-                    d, t = caller(direct, ""), caller(through, "b01_")
+                    d, t = caller(direct, ""), caller(through, "" if name.startswith("floor") else "b01_")
                     figures = await per_call(
                         d, t, blocks, block, warmup, budget, cpu=partial(cpu_seconds, front.pid)
                     )
