@@ -61,15 +61,43 @@ async def start_tail(env: AssernEnv, *args: str) -> Tail:
         cwd=str(env.work),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
+        preexec_fn=interruptible,
     )
     return Tail(process)
 
 
+def interruptible() -> None:
+    """In the follower's process before its exec: SIGINT as a terminal gives it, whatever
+    the test process's state (an ignored or blocked signal is inherited across exec)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 async def stop_tail(tail: Tail) -> None:
+    """Ctrl-C: the follower exits 0. One that does not is killed and its signal state
+    (from /proc) reported, with the test process's."""
     tail.process.send_signal(signal.SIGINT)
-    assert await tail.process.wait() == 0
+    with trio.move_on_after(10) as waiting:
+        code = await tail.process.wait()
     assert tail.process.stdout is not None
+    if waiting.cancelled_caught:
+        state = signal_state(tail.process.pid)
+        tail.process.kill()
+        with trio.CancelScope(shield=True):
+            await tail.process.wait()
+            await tail.process.stdout.aclose()
+        mine = (signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, []))
+        pytest.fail(f"`assernctl logs -f` ignored SIGINT for 10 s: {state}; the test process: {mine}")
     await tail.process.stdout.aclose()
+    assert code == 0
+
+
+def signal_state(pid: int) -> str:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError as exc:
+        return str(exc)
+    return " ".join(line for line in status.splitlines() if line.startswith(("State", "Sig", "Shd")))
 
 
 async def test_logs_follow_new_events_across_rotation_with_filters(assern_env: AssernEnv) -> None:
