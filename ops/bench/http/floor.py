@@ -113,7 +113,7 @@ def make_app(stdio: StdioBackend | None, http: HttpBackend | None) -> Any:
                 break
         method = scope["method"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if method == "GET" or method not in ("POST", "DELETE"):
+        if method not in ("POST", "DELETE"):  # GET too: no stream for server requests
             status, extra, out = 405, [], b""
         elif http is not None:
             status, extra, out = await http.send(method, headers, body)

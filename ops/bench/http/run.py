@@ -146,18 +146,16 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         assern = str(Path(sys.executable).with_name("assern"))
         assern_env = env | {"ASSERN_HOME": str(work / "assern-home"), "ASSERN_NO_INSTANCE_SHARING": "1"}
         paths: list[tuple[str, list[str], dict[str, str], bytes, str]] = []
-        for era in ("legacy", "2026-07-28"):
-            argv = [assern, "serve", "--config", str(stdio_config), "--http", "0", "--no-stdio"]
-            paths.append((f"assern ({era})", argv, assern_env, rb"at (http://\S+)", era))
-        for era in ("legacy", "2026-07-28"):
-            argv = [assern, "serve", "--config", str(http_config), "--http", "0", "--no-stdio"]
-            paths.append((f"assern -> http backend ({era})", argv, assern_env, rb"at (http://\S+)", era))
-        floor = [sys.executable, str(FLOOR), "--port", "0"]
         eras = ("legacy", "2026-07-28")
-        at = rb"at (http://\S+)"
+        at = rb"at (http://\S+)"  # what assern and the floor print once they listen
+        serve = [assern, "serve", "--http", "0", "--no-stdio", "--config"]
+        paths += [(f"assern ({era})", [*serve, str(stdio_config)], assern_env, at, era) for era in eras]
+        to_http = [*serve, str(http_config)]
+        paths += [(f"assern -> http backend ({era})", to_http, assern_env, at, era) for era in eras]
+        floor = [sys.executable, str(FLOOR), "--port", "0"]
         paths += [(f"floor ({era})", [*floor, "--", *backend_args], env, at, era) for era in eras]
-        to_http = [*floor, "--url", direct_url]
-        paths += [(f"floor -> http backend ({era})", to_http, env, at, era) for era in eras]
+        floor_to_http = [*floor, "--url", direct_url]
+        paths += [(f"floor -> http backend ({era})", floor_to_http, env, at, era) for era in eras]
         if not args.no_peers:
             usable, note = (
                 setup_peer(FASTMCP.peer, work / "fastmcp-setup.log") if FASTMCP.peer else (False, "")
