@@ -36,8 +36,9 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-#: Request headers an MCP server reads, passed on to an HTTP backend.
-PASSED = ("content-type", "accept", "mcp-session-id", "mcp-protocol-version", "last-event-id")
+#: Request headers an MCP server reads, passed on to an HTTP backend (with every `mcp-*`
+#: one: session, version, the 2026-07-28 routing headers).
+PASSED = ("content-type", "accept", "last-event-id")
 #: Response headers passed back to the client.
 RETURNED = ("content-type", "mcp-session-id")
 
@@ -69,12 +70,12 @@ class StdioBackend:
     async def post(self, body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
         message = json.loads(body)
         request = isinstance(message, dict) and "method" in message and "id" in message
-        waiter: tuple[trio.Event, list[bytes]] = (trio.Event(), [])
+        waiter: tuple[trio.Event, list[bytes]] | None = None
         if request:
-            self._waiting[message["id"]] = waiter
+            waiter = self._waiting[message["id"]] = (trio.Event(), [])
         async with self._lock:
             await self._stdin.send_all(body.strip().replace(b"\n", b" ") + b"\n")
-        if not request:
+        if waiter is None:
             return 202, [], b""
         await waiter[0].wait()
         return 200, [(b"content-type", b"application/json")], waiter[1][0]
@@ -88,9 +89,10 @@ class HttpBackend:
         self._url = url
 
     async def send(
-        self, method: str, headers: dict[str, str], body: bytes
+        self, method: str, headers: list[tuple[bytes, bytes]], body: bytes
     ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        passed = {k: v for k, v in headers.items() if k in PASSED or k.startswith("mcp-")}
+        named = ((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in headers)
+        passed = {k: v for k, v in named if k in PASSED or k.startswith("mcp-")}
         answer = await self._client.request(method, self._url, headers=passed, content=body)
         returned = [(k.encode(), v.encode()) for k, v in answer.headers.items() if k.lower() in RETURNED]
         return answer.status_code, returned, answer.content
@@ -112,11 +114,10 @@ def make_app(stdio: StdioBackend | None, http: HttpBackend | None) -> Any:
             if not message.get("more_body"):
                 break
         method = scope["method"]
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         if method not in ("POST", "DELETE"):  # GET too: no stream for server requests
             status, extra, out = 405, [], b""
         elif http is not None:
-            status, extra, out = await http.send(method, headers, body)
+            status, extra, out = await http.send(method, scope["headers"], body)
         elif method == "DELETE":
             status, extra, out = 202, [], b""
         else:
