@@ -1,0 +1,406 @@
+"""A/B: two builds of assern measured interleaved in one run, against a direct connection.
+
+    .venv/bin/python ops/bench/ab.py                          # 0.1.0 (3de4a78) against the working tree
+    .venv/bin/python ops/bench/ab.py --a HEAD --b worktree    # the last commit against the change
+    .venv/bin/python ops/bench/ab.py --backends 100           # memory and calls at K = 100
+    .venv/bin/python ops/bench/ab.py --a worktree --b worktree --b-settings 'validate = "off"'
+    .venv/bin/python ops/bench/ab.py --smoke                  # a few calls (the test suite's run)
+
+Each side is a build plus optional `[settings]` lines. A build is a git revision or
+`worktree` (the checkout as it is, uncommitted changes included), installed with pip
+into a virtualenv of its own under `ops/bench/results/ab/` (a revision's is kept and
+reused; the working tree's is installed anew each run), or `current` (the `assern`
+beside this Python, as it is: what the test suite's smoke run uses). Both builds serve
+the same K stdio bench backends (each its own copies), configured as an `mcpServers`
+file when a side has no settings (so every default applies) and as TOML otherwise. The
+client is the official `mcp` client in its default mode (`--mode auto`: 2026-07-28 with
+a server that speaks it; 0.1.0 did not, so there it falls back to the handshake) or
+`--mode legacy` (the handshake with every build).
+
+The calls alternate in small blocks, direct, A, B, with the order of A and B turning at
+each round, so that whatever the machine does meanwhile hits all three alike. Printed per
+build: the median and p99 of a sequential `echo` call, its overhead over the direct
+median (in µs and as a share of the direct call), the aggregator's CPU per call, the
+throughput with 32 calls in flight against direct, and the aggregator's own memory (RSS
+after the load, and its peak). Last, the ratios B ÷ A: the figure to read, as both were
+measured under the same conditions; absolute figures move with the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import mcp_types as types
+import trio
+
+# isort: split
+import measure
+import peers
+import procs
+from mcp import Client
+from run import Changes, client_caller
+from wire import SpawnedServer
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILDS = Path(__file__).resolve().parent / "results" / "ab"
+#: the 0.1.0 release, the build the hot path is held to
+BASELINE = "3de4a78"
+IN_FLIGHT = 32
+
+
+@attrs.frozen
+class Side:
+    label: str
+    rev: str  # a git revision, or "worktree"
+    settings: str  # TOML lines for [settings], may be empty
+
+
+# ------------------------------------------------------------------- builds
+
+
+def _commit(rev: str) -> str:
+    out = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short=10", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def _pip_install(venv: Path, source: Path, log: Path) -> None:
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    with log.open("w") as out:
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", "--force-reinstall",
+             "--no-deps", str(source)],
+            check=True, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        # the dependencies as that build declares them (a no-op when they are there)
+        subprocess.run(
+            [str(venv / "bin" / "pip"), "install", "--disable-pip-version-check", str(source)],
+            check=True, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def install(rev: str) -> Path:
+    """A virtualenv with `rev` installed (not editable); returns its `assern` script.
+    `current` is the `assern` installed beside the running Python, as it is."""
+    if rev == "current":
+        found = shutil.which("assern", path=str(Path(sys.executable).parent))
+        if found is None:
+            raise SystemExit("no `assern` script beside this Python")
+        return Path(found)
+    BUILDS.mkdir(parents=True, exist_ok=True)
+    if rev == "worktree":
+        venv = BUILDS / "worktree"
+        print("installing the working tree ...", file=sys.stderr, flush=True)
+        _pip_install(venv, ROOT, BUILDS / "worktree-install.log")
+        return venv / "bin" / "assern"
+    commit = _commit(rev)
+    venv = BUILDS / commit
+    done = venv / ".installed"
+    if not done.exists():
+        print(f"installing {rev} ({commit}) ...", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory(prefix="assern-ab-") as tmp:
+            archive = Path(tmp) / "src.tar"
+            with archive.open("wb") as out:
+                subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, stdout=out)
+            source = Path(tmp) / "src"
+            with tarfile.open(archive) as tar:
+                tar.extractall(source, filter="tar")
+            _pip_install(venv, source, BUILDS / f"{commit}-install.log")
+        done.touch()
+    return venv / "bin" / "assern"
+
+
+def write_config(workdir: Path, side: Side, backends: Sequence[peers.Backend]) -> Path:
+    if not side.settings:
+        path = workdir / f"{side.label}.json"
+        path.write_text(json.dumps(peers.mcp_servers(backends)))
+        return path
+    lines = ["[settings]", side.settings, ""]
+    for b in backends:
+        lines += [f"[servers.{b.name}]", f"command = {json.dumps(b.command)}", f"args = {json.dumps(b.args)}"]
+        lines.append("")
+    path = workdir / f"{side.label}.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+# ------------------------------------------------------------------ running
+
+
+@attrs.define
+class Running:
+    side: Side
+    server: SpawnedServer
+    call: measure.Caller
+    samples: list[float] = attrs.Factory(list)
+    cpu: float = 0.0
+    calls_per_s: list[float] = attrs.Factory(list)
+
+
+def connected(server: SpawnedServer, mode: str, changes: Changes | None = None) -> Client:
+    """The official client over `server`, in protocol `mode` ("auto": what a client does
+    when it is told nothing; "legacy": the initialize handshake)."""
+
+    async def on_message(message: Any) -> None:
+        if changes is not None and isinstance(message, types.ToolListChangedNotification):
+            changes.notify()
+
+    return Client(server.connect(), mode=mode, cache=None, message_handler=on_message)  # type: ignore[arg-type]
+
+
+@contextlib.asynccontextmanager
+async def direct_pool(
+    backends: Sequence[peers.Backend], workdir: Path, mode: str
+) -> AsyncIterator[measure.Caller]:
+    """Direct connections to fresh copies of `backends`, each held by a task of its own
+    (an SDK context is entered and left in one task); backend i answers call i."""
+    clients: list[Client | None] = [None] * len(backends)
+    done = trio.Event()
+    ready = trio.Semaphore(0)
+
+    async def hold(i: int, backend: peers.Backend) -> None:
+        server = SpawnedServer(
+            [backend.command, *backend.args],
+            env=peers.base_env(),
+            stderr=workdir / f"{backend.name}.stderr",
+            watch_every=None,
+        )
+        async with connected(server, mode) as client:
+            clients[i] = client
+            ready.release()
+            await done.wait()
+
+    async def call(index: int, base: str, arguments: dict[str, Any]) -> None:
+        client = clients[index]
+        assert client is not None
+        result = await client.call_tool(base, arguments)
+        if result.is_error:
+            raise measure.CallFailed(" ".join(getattr(c, "text", "") for c in result.content))
+
+    async with trio.open_nursery() as nursery:
+        for i, backend in enumerate(backends):
+            nursery.start_soon(hold, i, backend)
+        for _ in backends:
+            await ready.acquire()
+        try:
+            yield call
+        finally:
+            done.set()
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    side: Side, script: Path, workdir: Path, backends: Sequence[peers.Backend], mode: str
+) -> AsyncIterator[Running]:
+    """`assern serve` of one build, connected, with every backend's tools visible."""
+    config = write_config(workdir, side, backends)
+    env = peers.base_env() | {
+        "ASSERN_HOME": str(workdir / f"home-{side.label}"),
+        "ASSERN_NO_INSTANCE_SHARING": "1",
+    }
+    server = SpawnedServer(
+        [str(script), "serve", "--config", str(config)],
+        env=env,
+        cwd=workdir,
+        stderr=workdir / f"{side.label}.stderr",
+        watch_every=None,
+    )
+    changes = Changes()
+    async with connected(server, mode, changes) as client:
+
+        async def names() -> list[str]:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+        found, when, _ = await measure.until_all_visible(
+            names, [b.name for b in backends], ["echo"], changes.wait, 60 + len(backends)
+        )
+        if when is None:
+            raise SystemExit(f"{side.label}: not every backend's tools visible after a minute")
+        yield Running(side, server, client_caller(client, found))
+
+
+async def block(call: measure.Caller, count: int, into: list[float] | None) -> None:
+    for i in range(count):
+        started = time.perf_counter()
+        await call(0, "echo", {"text": f"ping {i}"})
+        if into is not None:
+            into.append(time.perf_counter() - started)
+
+
+async def measure_all(
+    direct: measure.Caller, runs: list[Running], spread: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Sequential calls in blocks (direct, A, B; A and B swapping each round), then
+    throughput windows over `spread` backends in the same order."""
+    direct_samples: list[float] = []
+    for path in [direct, *(r.call for r in runs)]:
+        await block(path, args.warmup, None)
+    with measure.gc_held():
+        # CPU over the whole phase: a build waiting for its turn uses none, and /proc's
+        # 10 ms ticks would blur a figure read per block
+        cpu_before = [procs.cpu_seconds(run.server.pid) for run in runs]
+        for round_ in range(args.rounds):
+            order = runs if round_ % 2 == 0 else runs[::-1]
+            for _ in range(max(1, args.calls // (args.rounds * args.block))):
+                for run in order:
+                    await block(direct, args.block, direct_samples)
+                    await block(run.call, args.block, run.samples)
+        for run, before in zip(runs, cpu_before, strict=True):
+            run.cpu = procs.cpu_seconds(run.server.pid) - before
+        direct_rates: list[float] = []
+        for round_ in range(args.throughput_rounds):
+            for run in runs if round_ % 2 == 0 else runs[::-1]:
+                ok, _, seconds = await measure._pump(direct, spread, IN_FLIGHT, args.window)
+                direct_rates.append(ok / seconds)
+                ok, _, seconds = await measure._pump(run.call, spread, IN_FLIGHT, args.window)
+                run.calls_per_s.append(ok / seconds)
+    direct_median = statistics.median(direct_samples)
+    direct_rate = statistics.fmean(direct_rates) if direct_rates else None
+    out: dict[str, Any] = {
+        "direct": measure.summary_ms(direct_samples),
+        "direct_calls_per_s": direct_rate,
+        "throughput_backends": spread,
+        "builds": {},
+    }
+    for run in runs:
+        figures = measure.summary_ms(run.samples)
+        overhead_s = statistics.median(run.samples) - direct_median
+        rate = statistics.fmean(run.calls_per_s) if run.calls_per_s else None
+        out["builds"][run.side.label] = {
+            "rev": run.side.rev,
+            "settings": run.side.settings,
+            **figures,
+            "overhead_us": overhead_s * 1e6,
+            "overhead_share": overhead_s / direct_median,
+            "cpu_per_call_us": run.cpu / len(run.samples) * 1e6,
+            "throughput_ratio": rate / direct_rate if rate and direct_rate else None,
+            "rss_mb": procs.rss_kb(run.server.pid) / 1024,
+            "rss_peak_mb": procs.peak_rss_kb(run.server.pid) / 1024,
+        }
+    return out
+
+
+async def ab(sides: list[Side], scripts: list[Path], args: argparse.Namespace) -> dict[str, Any]:
+    workdir = Path(tempfile.mkdtemp(prefix="assern-ab-run-"))
+    backends = peers.bench_backends(args.backends, args.tools)
+    #: the throughput's calls go to this many backends, on every path
+    spread = min(len(backends), 5)
+    try:
+        direct_backends = peers.bench_backends(spread, args.tools, prefix="d")
+        async with (
+            direct_pool(direct_backends, workdir, args.mode) as direct,
+            contextlib.AsyncExitStack() as stack,
+        ):
+            runs = [
+                await stack.enter_async_context(serving(side, script, workdir, backends, args.mode))
+                for side, script in zip(sides, scripts, strict=True)
+            ]
+            await procs.wait_quiet(5.0)
+            return await measure_all(direct, runs, spread, args)
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ------------------------------------------------------------------- report
+
+
+def report(out: dict[str, Any]) -> str:
+    direct = out["direct"]
+    rows = [
+        f"client mode {out['mode']}, K = {out['backends']} backends x {out['tools']} tools",
+        f"direct call: median {direct['median_ms']:.3f} ms, p99 {direct['p99_ms']:.3f} ms "
+        f"({direct['n']} calls)",
+    ]
+    header = (
+        f"{'build':<10} {'median':>9} {'p99':>9} {'overhead':>10} {'share':>7} {'CPU/call':>10} {'thru':>6} "
+        f"{'RSS':>8} {'peak':>8}"
+    )
+    rows += [header, "-" * len(header)]
+    for label, b in out["builds"].items():
+        thru = f"{b['throughput_ratio']:.2f}" if b["throughput_ratio"] else "n/a"
+        rows.append(
+            f"{label:<10} {b['median_ms']:>7.3f}ms {b['p99_ms']:>7.3f}ms {b['overhead_us']:>8.0f}µs "
+            f"{b['overhead_share']:>7.3f} {b['cpu_per_call_us']:>8.0f}µs {thru:>6} "
+            f"{b['rss_mb']:>6.1f}MB {b['rss_peak_mb']:>6.1f}MB"
+        )
+    for label, b in out["builds"].items():
+        rows.append(f"  {label} = {b['rev']}" + (f" with settings: {b['settings']}" if b["settings"] else ""))
+    if len(out["builds"]) == 2:
+        a, b = out["builds"].values()
+        ratio = b["overhead_us"] / a["overhead_us"] if a["overhead_us"] > 0 else float("nan")
+        cpu = b["cpu_per_call_us"] / a["cpu_per_call_us"] if a["cpu_per_call_us"] else float("nan")
+        rows.append(
+            f"B ÷ A: overhead {ratio:.2f}, p99 {b['p99_ms'] / a['p99_ms']:.2f}, CPU per call {cpu:.2f}, "
+            f"RSS {b['rss_mb'] / a['rss_mb']:.2f}"
+        )
+        rows.append(
+            f"B − A: overhead {b['overhead_us'] - a['overhead_us']:+.0f} µs, "
+            f"RSS {b['rss_mb'] - a['rss_mb']:+.1f} MB"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--a", default=BASELINE, help=f"build A: a git revision or 'worktree' (default {BASELINE}, 0.1.0)"
+    )
+    parser.add_argument("--b", default="worktree", help="build B (default: the working tree)")
+    parser.add_argument("--a-settings", default="", help="TOML lines for build A's [settings]")
+    parser.add_argument("--b-settings", default="", help="TOML lines for build B's [settings]")
+    parser.add_argument(
+        "--mode",
+        default="auto",
+        help="the client's protocol mode: auto (what a client does by default: 2026-07-28 where the server "
+        "speaks it) or legacy (the initialize handshake); default auto",
+    )
+    parser.add_argument("--backends", type=int, default=5, help="K stdio bench backends (default 5)")
+    parser.add_argument("--tools", type=int, default=10, help="tools per backend (default 10)")
+    parser.add_argument("--calls", type=int, default=600, help="sequential calls per build (default 600)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds; A and B swap places each round")
+    parser.add_argument("--block", type=int, default=25, help="calls per block (default 25)")
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--window", type=float, default=1.0, help="seconds per throughput window")
+    parser.add_argument("--throughput-rounds", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="also write every figure as JSON")
+    parser.add_argument("--keep", action="store_true", help="keep the run's folder (configs, stderr, logs)")
+    parser.add_argument("--smoke", action="store_true", help="K = 1, a few calls (the test suite's run)")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.backends, args.calls, args.rounds, args.block, args.warmup = 1, 20, 2, 5, 5
+        args.window, args.throughput_rounds = 0.2, 1
+    sides = [Side("A", args.a, args.a_settings), Side("B", args.b, args.b_settings)]
+    scripts = [install(s.rev) for s in sides]
+    out = trio.run(ab, sides, scripts, args)
+    out["machine"] = {"cpus": os.cpu_count(), "loadavg": procs.loadavg(), "python": sys.version.split()[0]}
+    out["backends"], out["tools"], out["mode"] = args.backends, args.tools, args.mode
+    print(report(out))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""The A/B benchmark's smoke mode (ops/bench/ab.py) measures two builds interleaved and
+prints every figure it promises."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "ab.py"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_the_smoke_run_prints_both_builds_and_their_ratio(tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "ab.json"
+    builds = ["--a", "current", "--b", "current", "--b-settings", 'validate = "off"']
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--smoke", *builds, "--mode", mode, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "B ÷ A: overhead" in done.stdout
+    figures = json.loads(out.read_text())
+    assert figures["mode"] == mode
+    assert figures["direct"]["n"] > 0
+    assert set(figures["builds"]) == {"A", "B"}
+    assert figures["builds"]["B"]["settings"] == 'validate = "off"'
+    for build in figures["builds"].values():
+        assert build["n"] * 2 == figures["direct"]["n"]  # a direct block beside each build's
+        assert build["median_ms"] > 0
+        assert build["rss_mb"] > 0
+        assert build["throughput_ratio"] > 0
