@@ -75,7 +75,11 @@ class Gate:
         return self.inputs.problems(arguments if arguments is not None else {})
 
     def output_problems(self, structured: Any) -> list[str]:
-        if self.outputs is None or self.outputs.compiled() is None:
+        if self.outputs is None:
+            return []
+        if structured is not None and self.outputs.plainly_valid(structured, unknown_fields=False):
+            return []
+        if self.outputs.compiled() is None:
             return []
         if structured is None:
             return ["$: no structuredContent, although the tool declares an outputSchema"]

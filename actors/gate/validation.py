@@ -11,6 +11,11 @@ A schema is checked against its dialect's meta-schema when the catalog is built 
 tool is first called (a compiled schema takes about 11 KB; most of a large catalog's
 tools are never called). What only compiling finds (a `$ref` that does not resolve, a
 `pattern` that is not a regular expression) is found then, and reported the same way.
+
+A plain schema (plain_schema.py) needs neither: it is valid by its shape, and a value
+that satisfies it is told so in Python. jsonschema-rs is imported when a schema or a
+value first needs it, so an instance whose tools are plain and whose calls are valid
+never loads it.
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import jsonschema_rs
+
+from assern.actors.gate.plain_schema import PlainCheck, plain_checker
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 class InvalidSchema(Exception):
@@ -42,8 +51,17 @@ def json_path(parts: Sequence[str | int]) -> str:
     return out
 
 
-#: What jsonschema-rs raises for a schema it cannot check or compile.
-_SCHEMA_ERRORS = (jsonschema_rs.ValidationError, jsonschema_rs.ReferencingError, ValueError)
+def _compiler() -> ModuleType:
+    """jsonschema-rs, imported on first use (about 8 MB resident once loaded)."""
+    import jsonschema_rs  # deferred on purpose: see the module's docstring
+
+    return jsonschema_rs
+
+
+def _schema_errors() -> tuple[type[Exception], ...]:
+    """What jsonschema-rs raises for a schema it cannot check or compile."""
+    compiler = _compiler()
+    return (compiler.ValidationError, compiler.ReferencingError, ValueError)
 
 
 def _first_line(text: str) -> str:
@@ -66,11 +84,14 @@ class Check:
             outside `fields` unknown, as a model's typo usually is.
         problem: Why compiling failed, once it did (the schema is then not checked).
         told: Whether that failure was reported (see gate.py).
+        plain: The schema's checker in Python when it is plain (None: only the compiler
+            can check it); see plain_schema.py.
     """
 
     schema: Mapping[str, Any]
     fields: tuple[str, ...] = ()
     open: bool = True
+    plain: PlainCheck | None = None
     problem: str | None = None
     told: bool = False
     _validator: Any = None
@@ -79,18 +100,31 @@ class Check:
         """The compiled schema (compiled now if it was not), or None when it cannot be."""
         if self._validator is None and self.problem is None:
             try:
-                self._validator = jsonschema_rs.validator_for(dict(self.schema), offline=True)
-            except _SCHEMA_ERRORS as exc:
+                self._validator = _compiler().validator_for(dict(self.schema), offline=True)
+            except _schema_errors() as exc:
                 self.problem = _first_line(str(exc))
         return self._validator
 
+    def plainly_valid(self, value: Any, *, unknown_fields: bool = True) -> bool:
+        """Whether `value` is known valid without the compiler (a plain schema's check,
+        and with `unknown_fields` the strict check's rule on unnamed fields)."""
+        if self.plain is None or not self.plain(value):
+            return False
+        if unknown_fields and not self.open and isinstance(value, Mapping):
+            return all(name in self.fields for name in value)
+        return True
+
     def is_valid(self, value: Any) -> bool:
+        if self.plainly_valid(value, unknown_fields=False):
+            return True
         validator = self.compiled()
         return validator is None or bool(validator.is_valid(value))
 
     def problems(self, value: Any, *, unknown_fields: bool = True) -> list[str]:
         """Every problem of `value`, one line each (empty when it is valid, or when the
         schema cannot be compiled)."""
+        if self.plainly_valid(value, unknown_fields=unknown_fields):
+            return []
         validator = self.compiled()
         if validator is None:
             return []
@@ -156,15 +190,17 @@ def check_schema(schema: Mapping[str, Any]) -> Check:
     Raises:
         InvalidSchema: it is not valid JSON Schema (the reason, in one line).
     """
+    plain = plain_checker(schema)
     dialect = schema.get("$schema")
-    if dialect is None or (isinstance(dialect, str) and dialect.rstrip("#") in _DIALECTS):
+    if plain is None and (dialect is None or (isinstance(dialect, str) and dialect.rstrip("#") in _DIALECTS)):
         try:
-            jsonschema_rs.meta.validate(dict(schema))
-        except _SCHEMA_ERRORS as exc:
+            _compiler().meta.validate(dict(schema))
+        except _schema_errors() as exc:
             raise InvalidSchema(_first_line(str(exc))) from None
     properties = schema.get("properties")
     fields = tuple(properties) if isinstance(properties, Mapping) else ()
-    return Check(schema=schema, fields=fields, open=not fields or any(k in schema for k in _SAYS_MORE))
+    open_ = not fields or any(k in schema for k in _SAYS_MORE)
+    return Check(schema=schema, fields=fields, open=open_, plain=plain)
 
 
 def compile_schema(schema: Mapping[str, Any]) -> Check:

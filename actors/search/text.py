@@ -13,8 +13,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import snowballstemmer
-
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -72,6 +70,10 @@ class Analyzer:
     """Words into index terms (stems of the words that are not stop words), memoised."""
 
     def __init__(self) -> None:
+        # Imported here, not with the module: an instance that never searches never loads
+        # the Snowball package (every language's stemmer, about 3 MB resident).
+        import snowballstemmer
+
         self._stemmer = snowballstemmer.stemmer("english")
         #: word -> its term, or "" for a word that is no term (a stop word, one letter)
         self._terms: dict[str, str] = {}
