@@ -183,6 +183,7 @@ class CallDesk:
         log.info(
             "tool_call_finished",
             server=self.spec.name,
+            lane="spliced",
             tool=call.name,
             client=call.client,
             request_id=call.request_id,
@@ -313,6 +314,7 @@ class CallDesk:
             if isinstance(msg, CallTool | ForwardCall):
                 log.info(
                     "tool_call_finished",
+                    lane="mailbox",
                     tool=msg.name,
                     client=msg.origin.client if msg.origin is not None else None,
                     request_id=msg.request_id,

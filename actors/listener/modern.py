@@ -40,7 +40,7 @@ from assern.actors.jsonrpc.sdk import from_sdk, to_sdk
 from assern.actors.listener.context import ASK, RequestContext, RequestId, SessionContext
 from assern.actors.listener.handshake import SERVER_VERSION
 from assern.actors.listener.round_trips import ROUND_TRIP_METHODS, RoundTrips
-from assern.actors.listener.sdk_streams import message_streams
+from assern.actors.listener.sdk_streams import channel_streams, message_streams
 
 log = structlog.get_logger()
 
@@ -233,14 +233,17 @@ class ModernServer:
         subscribe: Subscriber,
         nursery: trio.Nursery,
         input_schema: Callable[[str], Mapping[str, Any] | None] | None = None,
+        round_trips: RoundTrips | None = None,
     ) -> None:
         """`methods`: the connection's handlers by method name; `shared`: what every
         connection shares (the catalog, the backends); `subscribe`: how the connection
         follows a resource; `nursery`: where its calls run between input rounds;
-        `input_schema`: a tool's schema by name, in the connection's view."""
+        `input_schema`: a tool's schema by name, in the connection's view;
+        `round_trips`: the connection's calls in input rounds, when they are shared
+        with its plain requests (modern_lines.py)."""
         bus = InMemorySubscriptionBus()
         self.events = BusEvents(bus)
-        self.round_trips = RoundTrips(nursery)
+        self.round_trips = round_trips if round_trips is not None else RoundTrips(nursery)
         self.server = build_server(methods, shared, bus, subscribe, self.round_trips, input_schema)
         #: the raw lane for the tool calls the HTTP front answers itself (set by the
         #: connection that hosts this server for HTTP; modern_lane.py)
@@ -254,4 +257,11 @@ class ModernServer:
     async def serve(self, lead: Sequence[types.JSONRPCMessage], reader: LineReader, out: SendRaw) -> None:
         """Serve the connection until the client leaves: `lead` first, then what `reader` reads."""
         async with message_streams(reader, out, lead) as (read, write):
+            await self.server.run(read, write, self.initialization_options())
+
+    async def serve_channel(
+        self, messages: trio.MemoryReceiveChannel[types.JSONRPCMessage], out: SendRaw
+    ) -> None:
+        """Serve the messages `messages` gives until its sender closes (modern_lines.py)."""
+        async with channel_streams(messages, out) as (read, write):
             await self.server.run(read, write, self.initialization_options())

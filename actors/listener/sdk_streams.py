@@ -24,7 +24,7 @@ from assern.actors.jsonrpc.sdk import write_lines
 from assern.actors.listener.jsonl import END, SendRaw, next_value, parse_message
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
     import mcp_types as types
 
@@ -49,20 +49,48 @@ async def message_streams(
     its side; what goes into `write` is written through `out` (whose pump must run).
     Leaving the block stops the pumps.
     """
+
+    async def source(into: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+        for message in lead:
+            await into.send(SessionMessage(message))
+        while (raw := await next_value(reader, out)) is not END:
+            parsed = parse_message(raw)
+            if isinstance(parsed, bytes):
+                await out.write(parsed)
+            else:
+                await into.send(SessionMessage(parsed))
+
+    async with _streams(source, out) as streams:
+        yield streams
+
+
+@contextlib.asynccontextmanager
+async def channel_streams(
+    messages: trio.MemoryReceiveChannel[types.JSONRPCMessage], out: SendRaw
+) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
+    """As `message_streams`, for messages already read: `read` gives what `messages`
+    gives and ends when its sender closes."""
+
+    async def source(into: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
+        async with messages:
+            async for message in messages:
+                await into.send(SessionMessage(message))
+
+    async with _streams(source, out) as streams:
+        yield streams
+
+
+@contextlib.asynccontextmanager
+async def _streams(
+    source: Callable[[MemoryObjectSendStream[SessionMessage | Exception]], Awaitable[None]], out: SendRaw
+) -> AsyncIterator[tuple[ReadStream, WriteStream]]:
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](32)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](32)
 
     async def pump_in() -> None:
         async with read_send:
             try:
-                for message in lead:
-                    await read_send.send(SessionMessage(message))
-                while (raw := await next_value(reader, out)) is not END:
-                    parsed = parse_message(raw)
-                    if isinstance(parsed, bytes):
-                        await out.write(parsed)
-                    else:
-                        await read_send.send(SessionMessage(parsed))
+                await source(read_send)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, *_GONE):
                 return
 

@@ -68,6 +68,7 @@ from assern.actors.router.views import choose_profile
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
+    from assern.actors.listener.modern import ModernServer
     from assern.supervisor.io.reader import LineReader
 
 __all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]
@@ -189,20 +190,9 @@ class ClientConnection:
         try:
             lead, opening = await self._opening(reader, out)
             if opening is not None and opens_modern(opening[1]):
-                from assern.actors.listener.modern import ModernServer
-
                 self.client_name = modern_client_name(opening[0])
                 self._match_profile()
-                assert self._nursery is not None
-                modern = ModernServer(
-                    self.methods(),
-                    self.shared,
-                    self.handlers.set_subscription,
-                    self._nursery,
-                    self.input_schema,
-                )
-                self._events = modern.events
-                await modern.serve([message for _, message in [*lead, opening]], reader, out)
+                await self._serve_modern([*lead, opening], reader, out)
                 return
             assert self._nursery is not None
             session = self._protocol = ServerSession(
@@ -225,6 +215,44 @@ class ClientConnection:
                 self.lane.cancel_all()
         except _GONE:
             pass  # the client is gone
+
+    async def _serve_modern(self, lead: list[Incoming], reader: LineReader, out: SendRaw) -> None:
+        """Serve a 2026-07-28 connection: its plain requests without the SDK, the rest
+        by the SDK's server once one needs it (modern_lines.py)."""
+        from assern.actors.listener.modern_lane import ModernLane
+        from assern.actors.listener.modern_lines import ModernLines
+        from assern.actors.listener.round_trips import RoundTrips
+
+        nursery = self._nursery
+        assert nursery is not None
+        round_trips = RoundTrips(nursery)
+        methods = self.methods()
+
+        def sdk_server() -> ModernServer:
+            from assern.actors.listener.modern import ModernServer
+
+            modern = ModernServer(
+                methods,
+                self.shared,
+                self.handlers.set_subscription,
+                nursery,
+                self.input_schema,
+                round_trips,
+            )
+            self._events = modern.events
+            return modern
+
+        lines = ModernLines(
+            routing=self.routing,
+            lane=ModernLane(self.routing, self._origin, round_trips),
+            methods=methods,
+            instructions=self.shared.instructions,
+            server_name=self.shared.server_name,
+            server_version=SERVER_VERSION,
+            sdk=sdk_server,
+            nursery=nursery,
+        )
+        await lines.serve(lead, reader, out)
 
     async def _opening(self, reader: LineReader, out: SendRaw) -> tuple[list[Incoming], Incoming | None]:
         """Read up to the first request: the messages before it (a few kept), and it."""
