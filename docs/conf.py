@@ -36,7 +36,12 @@ myst_heading_anchors = 4
 
 html_theme = "alabaster"
 html_title = "assern"
-html_theme_options = {"description": "One MCP server in front of many", "fixed_sidebar": True}
+html_theme_options = {
+    "description": "One MCP server in front of many",
+    "fixed_sidebar": True,
+    # wide enough for the reference tables and the 90-column code blocks
+    "page_width": "1180px",
+}
 
 # Nitpicky mode (-n) checks every reference; the pages make none to Python objects.
 nitpicky = True
