@@ -3,8 +3,8 @@
 `assern serve` speaks MCP on stdio; nothing but the protocol is ever written to stdout
 while it serves. Human output (list, demo) goes to stdout only in those commands.
 
-`assern serve` shares one instance per resolved configuration (README, "Instance
-sharing"): the election makes it the primary (it detaches into its own session and
+`assern serve` shares one instance per resolved configuration (docs/operations.md,
+"Instance sharing"): the election makes it the primary (it detaches into its own session and
 runs the tree) or a proxy (it bridges stdio to the primary's socket and starts nothing).
 The tree is imported only by the commands that run it, so a proxy and
 `assernctl` start quickly. The process that runs the tree for a stdio client claims

@@ -29,7 +29,7 @@ class ControlError(Exception):
     """The instance answered the command with an error.
 
     Attributes:
-        code: The error's stable code, e.g. "unknown_server" (see README, Operations).
+        code: The error's stable code, e.g. "unknown_server" (see docs/operations.md).
         message: What went wrong, for people.
         data: Details, when the error has any.
     """

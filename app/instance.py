@@ -1,7 +1,7 @@
 """Where a shared assern instance lives: its identity, its socket names, its private folder.
 
 One primary serves every `assern serve` whose resolved configuration is the same
-(README, "Instance sharing"). Here are the pieces that decide which one that is:
+(docs/operations.md, "Instance sharing"). Here are the pieces that decide which one that is:
 
 - `fingerprint`: a hash of what makes a configuration itself (project, settings, config
   files, servers with the environment the configuration gives them). The inherited

@@ -29,7 +29,7 @@ from assern.app.hint import (
 )
 from assern.app.instance_lock import InstanceError, InstanceLock, sharing_enabled
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see the README's figures)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (see docs/benchmarks.md, proxies)
 if TYPE_CHECKING:
     import socket
     from collections.abc import Mapping, Sequence

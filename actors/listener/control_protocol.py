@@ -1,4 +1,4 @@
-"""The control socket's wire format: one JSON object a line each way (README, Operations).
+"""The control socket's wire format: one JSON object a line each way (docs/operations.md).
 
 A request is `{"v": 1, "command": "status", "id": 7, ...arguments}`; `id` is optional
 and echoed. A reply is `{"v": 1, "id": 7, "ok": true, "result": {...}}` or
@@ -23,7 +23,7 @@ from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 #: Every command, with what it does (sent back with an `unknown_command` error).
 COMMANDS: Mapping[str, str] = {
     "hello": "who this instance is: protocol, pid, project, config files, configuration fingerprint",
-    "status": "the instance and every backend (README, Operations, for the fields)",
+    "status": "the instance and every backend (docs/operations.md, for the fields)",
     "list": "the aggregated tools (of one profile's view with `profile`)",
     "search": "the tools that best match a task: query, optional limit (1-50), server and profile",
     "call": "call a tool: tool, arguments (object), optional server (then tool is its own name)",

@@ -2,7 +2,7 @@
 
 Pure functions of published snapshots (the config, the backend directory, the catalog)
 plus the clock readings passed in, so tests build them directly. The field names are
-part of `assernctl status --json`'s documented, stable output (README, Operations).
+part of `assernctl status --json`'s documented, stable output (docs/operations.md, "assernctl").
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`assernctl`: see and steer assern.
 
 Most commands talk to the running instance of the current directory's resolved
-configuration through its control socket (README, Operations): `status`, `list`
+configuration through its control socket (docs/operations.md): `status`, `list`
 (show.py), `call` (call.py), `restart|stop|start SERVER`, `reload`, `shutdown`
 (steer.py). Without one, `list` and `call` start the backends themselves (direct
 mode), as `assern list` does. `logs` (logs.py) reads the JSON-lines log files and

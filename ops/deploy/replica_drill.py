@@ -186,7 +186,7 @@ async def run_stateless(drill: Drill, stop: trio.Event) -> None:
 def cut_by_the_kill(drill: Drill, error: str) -> bool:
     """Whether `error` is an answer the kill cut off: its head was written, its body
     not, within moments of the SIGKILL. No balancer can resend a request whose answer
-    has begun (README, Limits); any other stateless error breaks the promise."""
+    has begun (docs/limits.md); any other stateless error breaks the promise."""
     if drill.killed_at is None or time.monotonic() - drill.killed_at > 1.0:
         return False
     return "peer closed connection without sending complete message body" in error

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.e2e
 
 FAST_RESTART = "backoff_initial = 0.05\nbackoff_max = 0.1\n"
 
-#: The documented fields of `assernctl status --json` (README, Operations).
+#: The documented fields of `assernctl status --json` (docs/operations.md, "assernctl").
 INSTANCE_KEYS = {
     "pid",
     "slot",

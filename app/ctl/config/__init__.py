@@ -2,7 +2,7 @@
 
 None of these start a backend: they read the files and the environment as `assern serve`
 would in the current directory. Output for people goes to stdout, errors and notes to
-stderr; `--json` output is stable and documented in README.md ("assernctl config").
+stderr; `--json` output is stable and documented in docs/configuration.md ("assernctl config").
 Env and header values are redacted unless `--reveal` is given and stdout is a terminal.
 
 Exit codes: 0 fine; 1 problems found (validate) or a file refused (init, import);

@@ -1,6 +1,6 @@
 """What `assernctl config show` and `explain` print: plain documents and their text form.
 
-The documents are JSON-ready dicts whose shape README.md documents (`--json`); the
+The documents are JSON-ready dicts whose shape docs/configuration.md documents (`--json`); the
 human form is rendered from the same document, so both always agree. Env values and
 header values are redacted (`ab…(redacted)`) unless the caller asks to reveal them.
 """
@@ -55,7 +55,7 @@ def _entry(value: str, where: Provenance, *, reveal: bool) -> dict[str, Any]:
 
 
 def server_document(spec: ServerSpec, *, reveal: bool, system_env: bool) -> dict[str, Any]:
-    """One server as `show` and `explain` print it (see README.md, "assernctl config")."""
+    """One server as `show` and `explain` print it (see docs/configuration.md, "assernctl config")."""
     policy = spec.policy
     return {
         "transport": spec.transport,
