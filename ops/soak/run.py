@@ -147,6 +147,12 @@ class TapRead:
             if self.keeps(item):
                 return item
 
+    @property
+    def last_context(self) -> Any:
+        """The inner stream's sender context, which the SDK's dispatcher reads when a
+        stream carries one."""
+        return getattr(self.inner, "last_context", None)
+
     def keeps(self, item: Any) -> bool:
         return not isinstance(item, SessionMessage) or self.wire.read(item.message)
 
