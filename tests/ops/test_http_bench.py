@@ -57,7 +57,9 @@ def test_the_interleaved_mode_prints_the_floor_and_assern_over_direct(tmp_path: 
         assert figures[name]["cpu_per_call_ms"] > 0, name
         assert f"{name} " in done.stdout
     assert figures["assern (2026-07-28)"]["over_direct_ms"] != 0
+    assert figures["assern_over_floor"]["median_ms"] != 0
     assert "over direct" in done.stdout
+    assert "assern over the floor" in done.stdout
 
 
 @pytest.mark.e2e
