@@ -23,8 +23,9 @@ It prints both scores side by side and every scenario that passes directly but n
 through assern. The exit status is 0 when there is none, apart from the differences
 the chosen naming documents (`naming = "prefix"` exposes every tool and prompt as
 `fixture_NAME` and every resource URI as `assern://fixture/URI`, so the scenarios that
-ask for the fixture's own names cannot pass: that is the rule, listed as expected),
-and 1 otherwise.
+ask for the fixture's own names cannot pass: that is the rule, listed as expected when
+every failing check of the scenario says so itself, see `prefix_explains`), and 1
+otherwise; each unexplained scenario is printed with its failing checks' messages.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+import attrs
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -58,28 +63,100 @@ MODERN_REVISIONS = ("2026-07-28",)
 
 # With `naming = "prefix"` every tool and prompt is `SERVER_NAME` and every resource URI
 # `assern://SERVER/URI` (README, "Naming": the original Assern's rule), so a scenario that
-# calls the fixture's own names cannot pass there; those are listed as expected, with why.
+# calls the fixture's own names cannot pass there. A failure is put down to that rule by
+# what the failing checks themselves say, never by the scenario's name (`classify`):
+#
+# - a name is *shown prefixed* when assern said it knows no tool, prompt or resource of
+#   that name (the one the scenario sent: "Unknown tool 'X'", or the harness's "Tool 'X'
+#   not found") and the same text shows it under its prefix (`fixture_X`, or a URI or
+#   URI template `assern://fixture/…` that the URI fills);
+# - a failing check is explained when it quotes a name shown prefixed in its scenario
+#   (a check saying "does not list the tool 'X'" beside the one where assern answered
+#   "Unknown tool 'X' … fixture_X");
+# - a few checks say nothing of their cause (`NO_CAUSE_GIVEN`, each by its id and exact
+#   message: a round of a call that could not start): not explained, and listed apart
+#   as *unverified*, never as expected.
+#
+# A check that failed for any other reason (a wrong value, a missing notification, an
+# error of another kind, a name assern does not know even prefixed) is unexplained,
+# in whichever scenario it happens.
+SERVER = "fixture"
 PREFIX_RULE = {
-    "tools-call-": "tools are exposed as fixture_TOOL",
-    "elicitation-sep": "tools are exposed as fixture_TOOL",
-    "prompts-get-": "prompts are exposed as fixture_PROMPT",
-    "completion-complete": "prompts are exposed as fixture_PROMPT",
-    "resources-read-": "resource URIs are exposed as assern://fixture/URI",
-    "resources-templates-read": "resource URIs are exposed as assern://fixture/URI",
-    "resources-subscribe": "resource URIs are exposed as assern://fixture/URI",
-    "resources-unsubscribe": "resource URIs are exposed as assern://fixture/URI",
-    # the stateless revision's scenarios (harness 0.2) call the fixture's own names too
-    "input-required-result-": "tools and prompts are exposed as fixture_NAME",
-    "json-schema-2020-12": "tools are exposed as fixture_TOOL",
-    "server-stateless": "its diagnostic tools are exposed as fixture_TOOL",
+    "tool": f"tools are exposed as {SERVER}_TOOL",
+    "prompt": f"prompts are exposed as {SERVER}_PROMPT",
+    "resource": f"resource URIs are exposed as assern://{SERVER}/URI",
 }
+#: assern's answer to a name it does not know (and the harness's own words for a tool it
+#: did not find listed), with the name as the scenario sent it
+UNKNOWN_NAME = re.compile(r"Unknown (tool|prompt|resource) '([^']+)'|(Tool) '([^']+)' not found")
+#: a resource URI or URI template as assern shows it
+PREFIXED_URI = re.compile(rf"assern://{SERVER}/([^\s,\"]+?)(?=[,\"?]|\s|$)")
+#: a name a failing check quotes
+QUOTED = re.compile(r"'([^']+)'")
+#: the failing checks (id and message as `failures_of` writes them) that give no cause:
+#: the first round of an input-required call, and the check that needs that round
+NO_CAUSE_GIVEN = frozenset(
+    {
+        "sep-2322-multi-round-r1: Expected InputRequiredResult with inputRequests and requestState",
+        "sep-2322-reject-tampered-state: Prerequisite failed: could not get initial InputRequiredResult "
+        "with requestState",
+    }
+)
+#: what the harness writes when a scenario recorded no check at all
+NO_CHECKS = "the harness recorded no checks"
 
 
-def rule_for(scenario: str, naming: str) -> str | None:
-    """Why `scenario` cannot pass through assern in `naming`, if a documented rule says so."""
-    if naming != "prefix":
-        return None
-    return next((why for start, why in PREFIX_RULE.items() if scenario.startswith(start)), None)
+def _template_holds(template: str, uri: str) -> bool:
+    """Whether `uri` fills the URI template `template` (each `{…}` one path segment)."""
+    parts = re.split(r"\{[^}]*\}", template)
+    return re.fullmatch("[^/]+".join(re.escape(part) for part in parts), uri) is not None
+
+
+def shown_prefixed(text: str) -> dict[str, str]:
+    """The names `text` shows assern knows only under the fixture's prefix, each with the
+    rule that says why."""
+    shown: dict[str, str] = {}
+    for found in UNKNOWN_NAME.finditer(text):
+        kind, name = (found.group(1), found.group(2)) if found.group(1) else ("tool", found.group(4))
+        if kind == "resource":
+            if any(_template_holds(uri, name) for uri in PREFIXED_URI.findall(text)):
+                shown[name] = PREFIX_RULE[kind]
+        elif re.search(rf"(?<![\w-]){re.escape(f'{SERVER}_{name}')}(?![\w-])", text):
+            shown[name] = PREFIX_RULE[kind]
+    return shown
+
+
+@attrs.frozen
+class Verdict:
+    """How a scenario's failing checks are accounted for in one naming."""
+
+    #: why the naming rule explains every failing check (None: it does not)
+    expected: str | None = None
+    #: every failing check is explained or gives no cause, and at least one gives none
+    unverified: bool = False
+
+
+def classify(failures: Sequence[str], naming: str) -> Verdict:
+    """Account for a scenario's failing checks through assern in `naming`: the naming
+    rule explains it only when each failing check says so itself (see above)."""
+    if naming != "prefix" or not failures:
+        return Verdict()
+    shown: dict[str, str] = {}
+    for text in failures:
+        shown.update(shown_prefixed(text))
+    reasons: list[str] = []
+    silent = False
+    for text in failures:
+        quoted = [name for name in QUOTED.findall(text) if name in shown]
+        if quoted:
+            reasons.append(shown[quoted[0]])
+        elif text in NO_CAUSE_GIVEN:
+            silent = True
+        else:
+            return Verdict()
+    if silent:
+        return Verdict(unverified=True)
+    return Verdict(expected="; ".join(dict.fromkeys(reasons)))
 
 
 def node_major(node: str) -> int | None:
@@ -131,21 +208,38 @@ def install(version: str) -> tuple[str, Path]:
     return node, script
 
 
-def run_harness(node: str, script: Path, url: str, out: Path, selection: list[str]) -> dict[str, bool]:
-    """Every server scenario's outcome: passed unless one of its checks is a FAILURE.
+def failures_of(results: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What each FAILURE among a scenario's recorded checks said (none: it passed): its
+    id, its message, and its details (the answer it got, when it kept it) on a line of
+    their own."""
+    if not results:
+        return [NO_CHECKS]
+    return [
+        f"{check.get('id', '?')}: {check.get('errorMessage') or ''}"
+        + (f"\n{json.dumps(check['details'])}" if check.get("details") else "")
+        for check in results
+        if check.get("status") == "FAILURE"
+    ]
+
+
+def run_harness(node: str, script: Path, url: str, out: Path, selection: list[str]) -> dict[str, list[str]]:
+    """Every server scenario's failing checks' messages (none: it passed).
 
     `selection`: the harness's arguments that choose the scenarios (`--suite S` or
     `--requirements REVISION`)."""
     argv = [node, str(script), "server", "--url", url, *selection, "-o", str(out)]
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600, check=False)
-    outcomes: dict[str, bool] = {}
+    outcomes: dict[str, list[str]] = {}
     for checks in sorted(out.glob("server-*/checks.json")):
         scenario = re.sub(r"^server-|-\d{4}-\d\d-\d\dT[\d-]+Z$", "", checks.parent.name)
-        results = json.loads(checks.read_text())
-        outcomes[scenario] = bool(results) and all(c.get("status") != "FAILURE" for c in results)
+        outcomes[scenario] = failures_of(json.loads(checks.read_text()))
     if not outcomes:
         raise SystemExit(f"the harness produced no results under {out}")
     return outcomes
+
+
+def passed(outcomes: Mapping[str, Sequence[str]]) -> dict[str, bool]:
+    return {scenario: not failures for scenario, failures in outcomes.items()}
 
 
 def assern_config(work: Path, naming: str, protocol: str | None = None) -> Path:
@@ -162,15 +256,44 @@ def assern_config(work: Path, naming: str, protocol: str | None = None) -> Path:
     return config
 
 
-def compare(direct: dict[str, bool], through: dict[str, bool], naming: str) -> tuple[list[str], list[str]]:
-    """(unexplained, expected): scenarios that pass directly and fail through assern."""
-    lost = sorted(s for s, ok in direct.items() if ok and not through.get(s, False))
-    expected = [s for s in lost if rule_for(s, naming)]
-    return [s for s in lost if s not in expected], expected
+@attrs.frozen
+class Comparison:
+    """The scenarios that pass directly and fail through assern, accounted for."""
+
+    #: no documented rule explains them: the run fails
+    unexplained: list[str]
+    #: the naming rule explains every failing check, by its own message: why
+    expected: dict[str, str]
+    #: some failing check gives no cause (`NO_CAUSE_GIVEN`), the others are the rule's
+    unverified: list[str]
 
 
-def report(direct: dict[str, bool], through: dict[str, bool], naming: str, version: str) -> int:
-    unexplained, expected = compare(direct, through, naming)
+def compare(
+    direct: Mapping[str, Sequence[str]], through: Mapping[str, Sequence[str]], naming: str
+) -> Comparison:
+    """Account for the scenarios that pass directly and fail through assern; a scenario
+    assern's run did not record at all is unexplained."""
+    lost = sorted(s for s, failures in direct.items() if not failures and through.get(s, [NO_CHECKS]))
+    verdicts = {s: classify(through[s], naming) if s in through else Verdict() for s in lost}
+    return Comparison(
+        unexplained=[s for s, v in verdicts.items() if v.expected is None and not v.unverified],
+        expected={s: v.expected for s, v in verdicts.items() if v.expected is not None},
+        unverified=[s for s, v in verdicts.items() if v.unverified],
+    )
+
+
+def first_line(message: str) -> str:
+    return message.splitlines()[0][:300] if message else message
+
+
+def report(
+    direct_run: Mapping[str, Sequence[str]],
+    through_run: Mapping[str, Sequence[str]],
+    naming: str,
+    version: str,
+) -> int:
+    found = compare(direct_run, through_run, naming)
+    direct, through = passed(direct_run), passed(through_run)
     scenarios = sorted(set(direct) | set(through))
     width = max(len(s) for s in scenarios)
     print(f"MCP conformance harness {version}, server scenarios; assern naming = {naming!r}")
@@ -183,16 +306,22 @@ def report(direct: dict[str, bool], through: dict[str, bool], naming: str, versi
     print(
         f"{'total':<{width}}  {sum(direct.values())}/{len(direct):<4}  {sum(through.values())}/{len(through)}"
     )
-    for name in expected:
-        print(f"expected by the naming rule: {name} ({rule_for(name, naming)})")
-    for name in unexplained:
+    for name, why in found.expected.items():
+        print(f"expected by the naming rule, as its failing checks say: {name} ({why})")
+    for name in found.unverified:
+        print(f"fails through assern, a failing check gives no cause (not verified): {name}")
+        for message in through_run[name]:
+            print(f"    {first_line(message)}")
+    for name in found.unexplained:
         print(f"passes directly, FAILS through assern: {name}")
-    if not unexplained:
+        for message in through_run.get(name, [NO_CHECKS]):
+            print(f"    {first_line(message)}")
+    if not found.unexplained:
         print(
             "every scenario that passes directly passes through assern"
-            + (" (but the listed rule)" if expected else "")
+            + (" (but the listed rule)" if found.expected or found.unverified else "")
         )
-    return 1 if unexplained else 0
+    return 1 if found.unexplained else 0
 
 
 def main() -> int:
@@ -232,7 +361,7 @@ def main() -> int:
         fixture = [sys.executable, str(FIXTURE), "--http", str(port)]
         with started(fixture, env, work / "fixture.log", r"(ready)"):
             direct = run_harness(node, script, f"http://127.0.0.1:{port}/mcp", work / "direct", chosen)
-        through: dict[str, dict[str, bool]] = {}
+        through: dict[str, dict[str, list[str]]] = {}
         for naming in namings:
             config = assern_config(work / naming, naming, protocol)
             with http_front(config, env, work / f"assern-{naming}.log") as (_, url):
@@ -240,14 +369,21 @@ def main() -> int:
     if args.json:
         runs = {}
         for naming, outcomes in through.items():
-            unexplained, expected = compare(direct, outcomes, naming)
-            runs[naming] = {"assern": outcomes, "unexplained": unexplained, "expected": expected}
-        figures = {"harness": args.harness, "requirements": args.requirements, "direct": direct}
+            found = compare(direct, outcomes, naming)
+            runs[naming] = {
+                "assern": passed(outcomes),
+                "failures": {s: failures for s, failures in outcomes.items() if failures},
+                "unexplained": found.unexplained,
+                "expected": sorted(found.expected),
+                "why": found.expected,
+                "unverified": found.unverified,
+            }
+        figures = {"harness": args.harness, "requirements": args.requirements, "direct": passed(direct)}
         args.json.write_text(json.dumps({**figures, "namings": runs}, indent=2))
-    chosen = (
+    title = (
         f"{args.harness}, the scenarios {args.requirements} requires" if args.requirements else args.harness
     )
-    return max(report(direct, outcomes, naming, chosen) for naming, outcomes in through.items())
+    return max(report(direct, outcomes, naming, title) for naming, outcomes in through.items())
 
 
 if __name__ == "__main__":

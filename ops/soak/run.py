@@ -2,13 +2,20 @@
 
     .venv/bin/python ops/soak/run.py                  # 120 s, 32 calls in flight, 3 backends
     .venv/bin/python ops/soak/run.py --duration 600 --json soak.json
+    .venv/bin/python ops/soak/run.py --duration 4 --warmup 1 --timeout 2 --drop-one-answer  # 1 lost
 
 One official `mcp` client keeps `--concurrency` tool calls in flight through `assern
 serve` (isolated, private ASSERN_HOME) across three backends (ops/bench/bench_server.py).
 After a quiet warm-up, one backend is killed with SIGKILL every `--kill-every` seconds
 (in turn) and assern is sent SIGHUP (a config reload) every `--reload-every` seconds.
 Each call has the backends' timeout (`--timeout`); a call with no answer within that
-plus 5 s is *hung*; one still without an answer when the run ends is *lost*.
+plus 5 s is *hung*. *Lost* is counted apart from the calls' own books, at the client's
+transport: every `tools/call` request written to assern's stdin and every answer read
+from its stdout, by id (`Wire`); a request still without an answer when the run ends is
+lost, whatever became of the call that sent it (a hung call's answer that never came
+is lost too). `--drop-one-answer` is the fault that proves the count: the transport
+drops one answer before the client sees it, so that call hangs and the run must report
+1 lost (the test suite runs a short soak with it and without).
 
 It prints: calls answered OK and with an error, hung and lost calls, backend restarts,
 the latency of calls to backends that were not being killed (median, p99 and max, during
@@ -27,18 +34,25 @@ import signal
 import statistics
 import sys
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
 
 import attrs
 import trio
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCError, JSONRPCMessage, JSONRPCRequest, JSONRPCResponse
 
 HERE = Path(__file__).resolve().parent
 BENCH_SERVER = HERE.parent / "bench" / "bench_server.py"
 BACKENDS = ("s1", "s2", "s3")
+#: the answer `--drop-one-answer` drops: one read during the warm-up of any run
+DROPPED_ANSWER = 10
 
 
 @attrs.define
@@ -63,6 +77,112 @@ class Books:
     def look(self) -> None:
         for name in BACKENDS:
             self.pids.update(pids_of(f"--name {name}"))
+
+
+@attrs.define
+class Wire:
+    """The `tools/call` requests written to assern and the answers read from it, by id.
+
+    Kept by the client's transport (`TapRead`, `TapWrite`), not by the calls: a call that
+    ends, fails or hangs says nothing here, only what crossed the pipes does.
+    `drop_answer`: the fault, the 1-based rank of the `tools/call` answer to drop (None:
+    drop nothing)."""
+
+    drop_answer: int | None = None
+    written: set[str | int] = attrs.field(factory=set)
+    answered: set[str | int] = attrs.field(factory=set)
+    dropped: list[str | int] = attrs.field(factory=list)
+
+    def wrote(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCRequest) and message.method == "tools/call":
+            self.written.add(message.id)
+
+    def read(self, message: JSONRPCMessage) -> bool:
+        """Note an answer read; False when the fault drops it (the client must not see it)."""
+        if not isinstance(message, JSONRPCResponse | JSONRPCError) or message.id not in self.written:
+            return True
+        if self.drop_answer is not None and len(self.answered) + len(self.dropped) + 1 == self.drop_answer:
+            self.dropped.append(message.id)
+            return False
+        self.answered.add(message.id)
+        return True
+
+    def unanswered(self) -> set[str | int]:
+        """The requests written whose answer never reached the client."""
+        return self.written - self.answered
+
+
+class TapWrite:
+    """The client's write stream, noting each message in the `Wire` as it is written."""
+
+    def __init__(self, inner: Any, wire: Wire) -> None:  # the SDK's WriteStream[SessionMessage]
+        self.inner, self.wire = inner, wire
+
+    async def send(self, item: SessionMessage, /) -> None:
+        self.wire.wrote(item.message)
+        await self.inner.send(item)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+class TapRead:
+    """The client's read stream, noting each answer in the `Wire` as it is read (and
+    holding back the one the fault drops)."""
+
+    def __init__(self, inner: Any, wire: Wire) -> None:  # the SDK's ReadStream[SessionMessage | Exception]
+        self.inner, self.wire = inner, wire
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item: SessionMessage | Exception = await self.inner.receive()
+            if self.keeps(item):
+                return item
+
+    @property
+    def last_context(self) -> Any:
+        """The inner stream's sender context, which the SDK's dispatcher reads when a
+        stream carries one."""
+        return getattr(self.inner, "last_context", None)
+
+    def keeps(self, item: Any) -> bool:
+        return not isinstance(item, SessionMessage) or self.wire.read(item.message)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        while True:
+            # the inner stream's StopAsyncIteration ends ours
+            item: SessionMessage | Exception = await self.inner.__anext__()
+            if self.keeps(item):
+                return item
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+@asynccontextmanager
+async def tapped(params: StdioServerParameters, wire: Wire) -> AsyncIterator[tuple[TapRead, TapWrite]]:
+    """The SDK's stdio transport to `params`, its two streams tapped into `wire`."""
+    async with stdio_client(params) as (read, write):
+        yield TapRead(read, wire), TapWrite(write, wire)
 
 
 def write_config(path: Path, timeout: float) -> None:
@@ -177,7 +297,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         command=str(assern), args=["serve", "--config", str(config)], env=env, cwd=str(work)
     )
     books = Books()
-    async with Client(params, mode="legacy") as client:
+    wire = Wire(drop_answer=args.drop_answer)
+    async with Client(tapped(params, wire), mode="legacy") as client:
         await client.list_tools()
         pid = assern_pid(home)
         books.look()
@@ -195,7 +316,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             with trio.move_on_after(args.timeout + 10):  # the calls in flight finish
                 while any(c.ended is None and not c.hung for c in books.calls):  # noqa: ASYNC110
                     await trio.sleep(0.1)  # polling the books: the calls end in their own tasks
-            lost = [c for c in books.calls if c.ended is None and not c.hung]
+            lost = wire.unanswered()
             nursery.cancel_scope.cancel()
         end_fds, end_rss = resources(pid)
         books.look()
@@ -210,6 +331,9 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         "errors": sum(1 for c in books.calls if c.ended is not None and not c.ok),
         "hung": sum(c.hung for c in books.calls),
         "lost": len(lost),
+        "requests_written": len(wire.written),
+        "answers_read": len(wire.answered),
+        "answers_dropped": len(wire.dropped),
         "kills": len(books.kills),
         "reloads": books.reloads,
         "restarts": len(books.pids) - len(BACKENDS),
@@ -235,7 +359,10 @@ def render(figures: dict[str, Any]) -> str:
         f"  calls           {figures['calls']}: {figures['ok']} ok, "
         f"{figures['errors']} answered with an error",
         f"  hung            {figures['hung']}",
-        f"  lost            {figures['lost']}",
+        f"  lost            {figures['lost']} (at the wire: {figures['requests_written']} requests "
+        f"written, {figures['answers_read']} answers read"
+        + (f", {figures['answers_dropped']} dropped by the fault" if figures["answers_dropped"] else "")
+        + ")",
         f"  kills, reloads  {figures['kills']} SIGKILLs, {figures['reloads']} SIGHUP reloads",
         f"  restarts        {figures['restarts']}",
         f"  healthy, warm   {lat(figures['healthy_latency_warmup'])}",
@@ -257,6 +384,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reload-every", type=float, default=20.0, help="seconds between reloads (20)")
     parser.add_argument("--timeout", type=float, default=10.0, help="the backends' call timeout (10)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    parser.add_argument(
+        "--drop-one-answer",
+        dest="drop_answer",
+        action="store_const",
+        const=DROPPED_ANSWER,
+        help=f"the fault: drop the {DROPPED_ANSWER}th tools/call answer before the client sees it "
+        "(the run must then report 1 lost)",
+    )
     args = parser.parse_args(argv)
     figures = trio.run(soak, args)
     print(render(figures))

@@ -219,6 +219,7 @@ def test_a_short_soak_loses_and_hangs_no_call(tmp_path: Path) -> None:
     assert figures["calls"] > 0
     assert figures["hung"] == 0
     assert figures["lost"] == 0
+    assert figures["answers_read"] == figures["requests_written"] == figures["calls"]  # counted at the wire
     assert figures["kills"] >= 3
     assert figures["restarts"] >= 1
     assert "hung" in result.stdout

@@ -36,22 +36,145 @@ needs_node = pytest.mark.skipif(
 )
 
 
-def test_a_scenario_lost_through_assern_is_reported_unless_the_naming_rule_explains_it() -> None:
-    direct = {"tools-call-image": True, "resources-read-text": True, "ping": True, "tools-list": False}
-    through = {"tools-call-image": False, "resources-read-text": False, "ping": True, "tools-list": False}
-    assert runner.compare(direct, through, "hybrid") == (["resources-read-text", "tools-call-image"], [])
-    assert runner.compare(direct, through, "prefix") == ([], ["resources-read-text", "tools-call-image"])
+# Failing checks as the harness recorded them through assern in prefix naming (0.1.16 and
+# 0.2.0-alpha.12), as `failures_of` writes them: "id: message", then the details.
+UNKNOWN_TOOL = (
+    "tools-call-simple-text: Failed: MCP error -32602: Unknown tool 'test_simple_text'. Servers with a "
+    "tool of that name: fixture (fixture_test_simple_text). Did you mean: fixture_test_image_content?"
+)
+UNKNOWN_PROMPT = (
+    "prompts-get-simple: Failed: Unknown prompt 'test_simple_prompt'. Did you mean: "
+    "fixture_test_simple_prompt, fixture_test_input_required_result_prompt?"
+)
+UNKNOWN_URI = (
+    "resources-read-text: Failed: Unknown resource 'test://static-text': assern resources look like "
+    "assern://SERVER/ORIGINAL-URI. Did you mean: assern://fixture/test://static-text, "
+    "assern://fixture/test://static-binary?"
+)
+UNKNOWN_TEMPLATE_URI = (
+    "resources-templates-read: Failed: Unknown resource 'test://template/123/data': assern resources look "
+    "like assern://SERVER/ORIGINAL-URI. Did you mean: assern://fixture/test://template/{id}/data?"
+)
+NOT_FOUND_LISTED = (
+    "json-schema-2020-12-tool-found: Tool 'json_schema_2020_12_tool' not found. Available tools: "
+    "fixture_test_simple_text, fixture_json_schema_2020_12_tool, fixture_test_reconnection"
+)
+NOT_LISTED_WITH_ANSWER = (
+    "sep-2575-server-rejects-undeclared-capability: Not testable: server does not list the diagnostic tool "
+    "'test_missing_capability' in tools/list and the probe call did not exercise it\n"
+    + json.dumps(
+        {
+            "untestable": True,
+            "response": {
+                "error": {
+                    "code": -32602,
+                    "message": "Unknown tool 'test_missing_capability'. Servers with a tool of that name: "
+                    "fixture (fixture_test_missing_capability).",
+                }
+            },
+        }
+    )
+)
+NOT_LISTED_BARE = (
+    "sep-2575-missing-capability-http-400: Not testable: server does not list the diagnostic tool "
+    "'test_missing_capability' in tools/list, so the -32021 HTTP status could not be validated\n"
+    '{"untestable": true, "httpStatus": 400}'
+)
+NO_CAUSE = "sep-2322-multi-round-r1: Expected InputRequiredResult with inputRequests and requestState"
+# The faults: what a scenario excused by its name alone would have hidden.
+WRONG_VALUE = "tools-call-simple-text: Expected text content 'This is a simple text response for testing.'"
+WRONG_TEMPLATE_VALUE = "resources-templates-read: Expected text 'Resource data for ID: 123', got 'data'"
+UNKNOWN_EVEN_PREFIXED = (
+    "tools-call-image: Failed: MCP error -32602: Unknown tool 'test_image_content'. Did you mean: "
+    "fixture_test_audio_content?"
+)
+UNKNOWN_URI_OTHER_TEMPLATE = (
+    "resources-templates-read: Failed: Unknown resource 'test://template/123/data': assern resources look "
+    "like assern://SERVER/ORIGINAL-URI. Did you mean: assern://fixture/test://other/{id}/data?"
+)
+
+
+def test_a_failure_is_the_naming_rule_s_when_its_own_message_shows_the_name_prefixed() -> None:
+    for failures, why in (
+        ([UNKNOWN_TOOL], "tools are exposed as fixture_TOOL"),
+        ([UNKNOWN_PROMPT], "prompts are exposed as fixture_PROMPT"),
+        ([UNKNOWN_URI], "resource URIs are exposed as assern://fixture/URI"),
+        ([UNKNOWN_TEMPLATE_URI], "resource URIs are exposed as assern://fixture/URI"),
+        ([NOT_FOUND_LISTED], "tools are exposed as fixture_TOOL"),
+        ([NOT_LISTED_WITH_ANSWER, NOT_LISTED_BARE], "tools are exposed as fixture_TOOL"),
+    ):
+        assert runner.classify(failures, "prefix") == runner.Verdict(expected=why), failures
+        assert runner.classify(failures, "hybrid") == runner.Verdict(), failures
+
+
+def test_a_failure_of_another_cause_is_unexplained_even_in_a_scenario_named_for_the_rule() -> None:
+    none = runner.Verdict()
+    assert runner.classify([WRONG_VALUE], "prefix") == none
+    assert runner.classify([UNKNOWN_TOOL, WRONG_VALUE], "prefix") == none  # one cause among two
+    assert runner.classify([WRONG_TEMPLATE_VALUE], "prefix") == none
+    assert runner.classify([UNKNOWN_EVEN_PREFIXED], "prefix") == none  # fixture_X not shown: lost
+    assert runner.classify([UNKNOWN_URI_OTHER_TEMPLATE], "prefix") == none
+    assert runner.classify([NOT_LISTED_BARE], "prefix") == none  # no check shows the name prefixed
+    assert runner.classify([runner.NO_CHECKS], "prefix") == none
+    assert runner.classify([], "prefix") == none
+
+
+def test_a_check_that_gives_no_cause_is_listed_as_unverified_never_as_expected() -> None:
+    assert runner.classify([NO_CAUSE], "prefix") == runner.Verdict(unverified=True)
+    assert runner.classify([NO_CAUSE, UNKNOWN_TOOL], "prefix") == runner.Verdict(unverified=True)
+    assert runner.classify([NO_CAUSE, WRONG_VALUE], "prefix") == runner.Verdict()
+    # only that check's own exact words: the same id saying something else is unexplained
+    assert (
+        runner.classify(["sep-2322-multi-round-r1: Expected 2 rounds, got 3"], "prefix") == runner.Verdict()
+    )
+
+
+def test_a_scenario_lost_through_assern_is_reported_unless_its_checks_show_the_naming_rule() -> None:
+    direct = {
+        "tools-call-simple-text": [],
+        "tools-call-image": [],
+        "resources-read-text": [],
+        "input-required-result-multi-round": [],
+        "ping": [],
+        "tools-list": ["tools-list: the fixture lists nothing"],
+    }
+    through = {
+        "tools-call-simple-text": [WRONG_VALUE],  # the injected fault: another cause
+        "tools-call-image": [UNKNOWN_TOOL.replace("simple_text", "image_content")],
+        "resources-read-text": [UNKNOWN_URI],
+        "input-required-result-multi-round": [NO_CAUSE],
+        "ping": [],
+        "tools-list": ["tools-list: the fixture lists nothing"],
+    }
+    hybrid = runner.compare(direct, through, "hybrid")
+    assert hybrid.unexplained == [
+        "input-required-result-multi-round",
+        "resources-read-text",
+        "tools-call-image",
+        "tools-call-simple-text",
+    ]
+    assert hybrid.expected == {}
+    assert hybrid.unverified == []
+    prefix = runner.compare(direct, through, "prefix")
+    assert prefix.unexplained == ["tools-call-simple-text"]
+    assert prefix.expected == {
+        "resources-read-text": "resource URIs are exposed as assern://fixture/URI",
+        "tools-call-image": "tools are exposed as fixture_TOOL",
+    }
+    assert prefix.unverified == ["input-required-result-multi-round"]
     # A scenario the harness did not run through assern at all counts as lost.
-    assert runner.compare({"ping": True}, {}, "prefix") == (["ping"], [])
+    assert runner.compare({"ping": []}, {}, "prefix").unexplained == ["ping"]
 
 
-def test_the_prefix_rule_covers_only_scenarios_that_name_a_backend_tool_prompt_or_uri() -> None:
-    assert runner.rule_for("tools-call-simple-text", "prefix") == "tools are exposed as fixture_TOOL"
-    assert runner.rule_for("resources-subscribe", "prefix") is not None
-    assert runner.rule_for("input-required-result-multi-round", "prefix") is not None
-    for scenario in ("tools-list", "resources-list", "prompts-list", "ping", "server-initialize"):
-        assert runner.rule_for(scenario, "prefix") is None
-    assert runner.rule_for("tools-call-simple-text", "hybrid") is None
+def test_the_recorded_checks_are_read_as_their_failures() -> None:
+    checks = [
+        {"id": "a", "status": "SUCCESS"},
+        {"id": "b", "status": "FAILURE", "errorMessage": "went wrong", "details": {"got": 1}},
+        {"id": "c", "status": "FAILURE", "errorMessage": "too"},
+    ]
+    assert runner.failures_of(checks) == ['b: went wrong\n{"got": 1}', "c: too"]
+    assert runner.failures_of(checks[:1]) == []
+    assert runner.failures_of([]) == [runner.NO_CHECKS]
 
 
 def run_both_namings(tmp_path: Path, *argv: str, timeout: float) -> dict[str, Any]:
@@ -78,6 +201,7 @@ def test_every_scenario_that_passes_directly_passes_through_assern(tmp_path: Pat
     assert len(direct) >= 30  # the harness's active server suite ran
     assert all(direct.values()), direct
     assert hybrid["unexplained"] == prefix["unexplained"] == []
+    assert hybrid["unverified"] == prefix["unverified"] == []
     assert hybrid["assern"] == direct
     assert "resources-read-text" in prefix["expected"]
     assert prefix["assern"]["tools-list"]
@@ -94,6 +218,12 @@ def test_every_2026_07_28_scenario_that_passes_directly_passes_through_assern(tm
     direct, hybrid, prefix = outcomes["direct"], outcomes["namings"]["hybrid"], outcomes["namings"]["prefix"]
     assert len(direct) >= 45  # the revision's required scenarios ran
     assert hybrid["unexplained"] == prefix["unexplained"] == []
+    # the checks that give no cause are those two, whose calls could not start
+    assert set(prefix["unverified"]) <= {
+        "input-required-result-multi-round",
+        "input-required-result-tampered-state",
+    }
+    assert hybrid["unverified"] == []
     # in prefix naming every difference is the naming rule's; what names nothing passes
     assert prefix["expected"]
     assert all(prefix["assern"][s] for s in ("tools-list", "prompts-list", "caching"))

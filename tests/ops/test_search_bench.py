@@ -48,3 +48,16 @@ def test_the_smoke_run_prints_recall_size_and_scale() -> None:
     assert "lexical    all" in done.stdout
     assert "full_list_tokens=" in done.stdout
     assert "index_build_s=" in done.stdout
+    validator_kb = float(done.stdout.split("validator_kb=", 1)[1].split(",", 1)[0])
+    assert validator_kb > 0  # one compiled argument validator's memory
+
+
+def test_the_fusion_s_depth_is_compared_when_asked(tmp_path: Path) -> None:
+    out = tmp_path / "search.json"
+    argv = [sys.executable, str(BENCH / "run.py"), "--smoke", "--candidates", "20", "--candidates", "50"]
+    done = subprocess.run([*argv, "--json", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    recall = json.loads(out.read_text())["recall"]
+    assert recall["fused@20"] == recall["fused"]  # assern's own depth is 20
+    assert recall["fused@50"]["all"]["recall@5"] > 0
+    assert "fused@50   all" in done.stdout

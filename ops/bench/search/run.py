@@ -3,6 +3,8 @@
     .venv/bin/python ops/bench/search/run.py                 # everything (about 2 minutes)
     .venv/bin/python ops/bench/search/run.py --json out.json # also every figure as JSON
     .venv/bin/python ops/bench/search/run.py --smoke         # recall and a small scale run
+    .venv/bin/python ops/bench/search/run.py --smoke --candidates 20 --candidates 50
+                                                             # the fusion's depth, compared
 
 Recall: the tools of 47 real MCP servers (fixtures/, captured by capture.py) form one
 catalog as assern builds it; each labelled query (queries.toml: task sentences and the
@@ -10,13 +12,17 @@ steps of multi-step tasks) is searched, and a query counts as found at k when on
 its right tools is among the first k (Recall@k); MRR is the mean of 1/rank of the first
 right tool (0 past 10). Lexical is BM25F alone, semantic the cosine ranking alone (the
 `assern[semantic]` extra), fused both by reciprocal rank fusion (what search_tools
-does with the extra).
+does with the extra). `--candidates N` (repeatable) also ranks fused with each ranking
+offering the fusion its best N (assern offers `semantic.CANDIDATES`).
 
 Size: the estimated tokens (views.estimate_tokens) of the full tools/list, of the
 search-exposure tools/list, and of search_tools' answers.
 
 Scale: the real catalog copied to 10,000 tools (fixture_server.load_tools); indexing
-time, query latency in process, the index's memory (tracemalloc), and search_tools
+time, query latency in process, the index's memory (tracemalloc), the memory of one
+compiled argument validator (the C heap in use, by glibc's mallinfo2, over compiling
+every tool's inputSchema as the gate does on a tool's first call: jsonschema-rs
+allocates outside Python's tracemalloc), and search_tools
 through a real `assern serve` over stdio against a tools/call of a trivial tool through
 the same assern (the difference is what the search costs), with the process's memory
 with and without the semantic extra's model loaded.
@@ -25,6 +31,7 @@ with and without the semantic extra's model loaded.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import gc
 import json
 import logging
@@ -45,6 +52,7 @@ import mcp_types as types
 import trio
 from mcp import Client, StdioServerParameters
 
+from assern.actors.gate.validation import InvalidSchema, compile_schema
 from assern.actors.listener import exposure
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
 from assern.actors.router.views import estimate_tokens
@@ -121,6 +129,20 @@ def recall(ranker: Ranker, asked: Sequence[Query]) -> dict[str, float]:
     return {key: round(value, 3) for key, value in figures.items()}
 
 
+def fused_at(index: SearchIndex, semantic: sem.Semantic, candidates: int) -> Ranker:
+    """The fused ranking with each ranking offering the fusion its best `candidates`."""
+
+    def rank(query: str) -> list[str]:
+        kept = sem.CANDIDATES
+        sem.CANDIDATES = candidates  # read by fused_find and Semantic.ranked at each call
+        try:
+            return [h.doc.name for h in sem.fused_find(index, semantic, query, limit=10).hits]
+        finally:
+            sem.CANDIDATES = kept
+
+    return rank
+
+
 def rankers(catalog: Catalog, semantic: sem.Semantic | None) -> dict[str, Ranker]:
     index = catalog.search
     assert index is not None
@@ -176,6 +198,7 @@ def scale(paths: Sequence[Path], asked: Sequence[Query], target: int, with_seman
     found = listings(paths, copies)
     catalog = build_catalog(found, exposure="search")
     sources = search_sources(found, catalog)
+    validator_kb = validator_memory_kb(found)
     build_times, index = timed(lambda: SearchIndex().updated(sources), 3)
     tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
@@ -198,6 +221,7 @@ def scale(paths: Sequence[Path], asked: Sequence[Query], target: int, with_seman
         "index_build_s": round(statistics.median(build_times), 3),
         "one_server_update_ms": round(statistics.median(update_times) * 1000, 2),
         "index_memory_mb": round(memory / 2**20, 1),
+        "validator_kb": validator_kb,
         "lexical_query_ms_median": round(statistics.median(latencies) * 1000, 3),
         "lexical_query_ms_p99": round(percentile(latencies, 0.99) * 1000, 3),
     }
@@ -216,13 +240,54 @@ def scale(paths: Sequence[Path], asked: Sequence[Query], target: int, with_seman
     return figures
 
 
+class _MallInfo2(ctypes.Structure):
+    #: glibc's struct mallinfo2, in its order
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks")
+    ] + [("fordblks", ctypes.c_size_t), ("keepcost", ctypes.c_size_t)]
+
+
+def c_heap_bytes() -> int | None:
+    """Bytes the C heap holds in use (glibc's mallinfo2: where jsonschema-rs allocates),
+    or None without glibc 2.33+."""
+    try:
+        mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return int(info.uordblks + info.hblkhd)
+
+
+def validator_memory_kb(found: Sequence[BackendListing]) -> float:
+    """The memory one compiled argument validator holds: the C heap in use (else the
+    process's RSS) over compiling every tool's inputSchema as the gate does on a tool's
+    first call (each schema its own object, as each backend's listing holds its own),
+    divided by their number."""
+    schemas = [tool.input_schema for listing in found for tool in listing.tools]
+    gc.collect()
+    heap, rss = c_heap_bytes(), rss_mb(os.getpid(), digits=3)
+    kept = []
+    for schema in schemas:
+        try:
+            kept.append(compile_schema(schema))
+        except InvalidSchema:
+            continue
+    after = c_heap_bytes()
+    grown = (after - heap) / 1024 if heap is not None and after is not None else None
+    if grown is None:
+        grown = (rss_mb(os.getpid(), digits=3) - rss) * 1024
+    return round(grown / len(kept), 1) if kept else 0.0
+
+
 # ------------------------------------------------------------ through assern
 
 
-def rss_mb(pid: int) -> float:
+def rss_mb(pid: int, digits: int = 1) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
+            return round(int(line.split()[1]) / 1024, digits)
     return 0.0
 
 
@@ -398,6 +463,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="recall and a 1,000-tool scale run only")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        action="append",
+        metavar="N",
+        help="also rank fused with each ranking offering its best N (repeatable; needs the extra)",
+    )
     args = parser.parse_args()
     paths = sorted((HERE / "fixtures").glob("*.json"))
     found = listings(paths)
@@ -413,7 +485,14 @@ def main() -> int:
         "tasks": [q for q in asked if q.task is None],
         "steps": [q for q in asked if q.task is not None],
     }
-    for name, ranker in rankers(catalog, semantic).items():
+    chosen = rankers(catalog, semantic)
+    if args.candidates:
+        if semantic is None:
+            parser.error("--candidates needs the semantic extra (pip install 'assern[semantic]')")
+        assert catalog.search is not None
+        for count in args.candidates:
+            chosen[f"fused@{count}"] = fused_at(catalog.search, semantic, count)
+    for name, ranker in chosen.items():
         report["recall"][name] = {kind: recall(ranker, subset) for kind, subset in kinds.items()}
     report["size"] = sizes(found, catalog, asked)
     target = 1_000 if args.smoke else SCALE_TOOLS
