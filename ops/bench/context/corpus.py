@@ -119,7 +119,9 @@ def ensure(project: Project, cache: Path | None = None) -> Path:
 
 def files_of(root: Path) -> list[str]:
     """Every regular file under root, as sorted relative POSIX paths."""
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+    return sorted(
+        p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and not p.is_symlink()
+    )
 
 
 def manifest(name: str) -> list[str]:
@@ -134,7 +136,9 @@ def write_manifest(project: Project, root: Path) -> Path:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("names", nargs="*", help="projects to fetch (default: all of corpus.toml)")
     parser.add_argument("--manifest", action="store_true", help="rewrite manifest/NAME.txt")
     args = parser.parse_args()

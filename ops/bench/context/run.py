@@ -295,11 +295,12 @@ async def call(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, A
     return content
 
 
-async def wait_indexed(client: Any, timeout: float = INDEX_TIMEOUT_S) -> dict[str, Any]:
+async def wait_indexed(client: Any, limit: float = INDEX_TIMEOUT_S) -> dict[str, Any]:
     """Poll until the index reports nothing pending; its last `index` object."""
-    with trio.fail_after(timeout):
+    with trio.fail_after(limit):
         while True:
-            index: dict[str, Any] = (await call(client, "semantic_search", {"query": "index", "top_k": 1}))["index"]
+            found = await call(client, "semantic_search", {"query": "index", "top_k": 1})
+            index: dict[str, Any] = found["index"]
             if index["pending"] == 0 and index["files"] > 0:
                 return index
             await trio.sleep(0.05)
@@ -369,7 +370,7 @@ def synthetic_tree(roots: Sequence[Path], target: Path, files: int) -> int:
 async def searchable_after(client: Any, root: Path, edits: int) -> list[float]:
     """Milliseconds from each saved file to the first search that returns it: new files
     and edits of existing ones in turn, each with a word no other file has."""
-    existing = sorted(p for p in root.rglob("*.py") if p.is_file())
+    existing = sorted(p for p in root.rglob("*.py") if p.is_file())  # noqa: ASYNC240 - once, before timing
     delays = []
     for n in range(edits):
         word = f"zqfresh{n}x{os.getpid()}"
@@ -558,15 +559,21 @@ def parse_engine(args: argparse.Namespace) -> Engine | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--json", type=Path, help="also write every figure (and each query's answers) here")
     parser.add_argument("--smoke", action="store_true", help=f"{SMOKE_PROJECT} only, {SMOKE_QUERIES} queries")
     parser.add_argument("--project", action="append", default=[], help="only this project (repeatable)")
     parser.add_argument("--mode", action="append", choices=ENGINE_MODES, help="engine modes (default: all)")
     parser.add_argument("--no-engine", action="store_true", help="the baselines only")
     parser.add_argument("--no-operations", action="store_true", help="ranking quality only")
-    parser.add_argument("--engine", help="the engine's command before `--root ROOT` (default: python -I -m assern.context)")
-    parser.add_argument("--engine-env", action="append", default=[], help="KEY=VALUE for the engine (repeatable)")
+    parser.add_argument(
+        "--engine", help="the engine's command before `--root ROOT` (default: python -I -m assern.context)"
+    )
+    parser.add_argument(
+        "--engine-env", action="append", default=[], help="KEY=VALUE for the engine (repeatable)"
+    )
     parser.add_argument("--ablate", action="append", default=[], metavar="SIGNAL",
                         help=f"also run `reranked` with {ABLATE_ENV}=SIGNAL (repeatable)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (trees, databases)")

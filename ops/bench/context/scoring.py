@@ -24,9 +24,11 @@ _WORD = re.compile(r"\w+")
 # The grep baseline drops these before it searches (an agent grepping a codebase does
 # not grep for "how" or "the"); BM25 keeps every token and lets idf weigh them.
 STOPWORDS = frozenset(
-    """a an and are as at be by can do does for from get gets how i in into is it its
+    _WORD.findall("""
+    a an and are as at be by can do does for from get gets how i in into is it its
     me my of on or so that the their them then there these this to up use used uses
-    what when where which who why with without would""".split()
+    what when where which who why with without would
+    """)
 )
 
 
