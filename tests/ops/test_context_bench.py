@@ -62,8 +62,8 @@ def test_the_smoke_run_prints_both_baselines_and_the_engine_or_why_not(tmp_path:
 def test_the_engine_path_through_mcp_with_a_stand_in_engine(tmp_path: Path) -> None:
     work = tmp_path / "work"
     stdout, report = smoke(
-        "--engine", f"{sys.executable} {DOUBLE}", "--mode", "lexical", "--keep", str(work),
-        "--json", str(tmp_path / "out.json"),
+        "--engine", f"{sys.executable} {DOUBLE}", "--mode", "lexical", "--ablate", "path",
+        "--keep", str(work), "--json", str(tmp_path / "out.json"),
     )  # fmt: skip
     quality = report["quality"]
     assert isinstance(quality, dict)
@@ -78,8 +78,15 @@ def test_the_engine_path_through_mcp_with_a_stand_in_engine(tmp_path: Path) -> N
     # the mode reached the engine through its environment; the operations run has none
     [quality_state] = (work).glob("home-lexical-*/cache/context/double.json")
     assert json.loads(quality_state.read_text())["ranking"] == "lexical"
+    assert json.loads(quality_state.read_text())["disabled"] is None
     [ops_state] = (work).glob("home-ops-*/cache/context/double.json")
     assert json.loads(ops_state.read_text())["ranking"] is None
+    # an ablation is the re-ranked mode less one signal, reported as a row of its own
+    [ablated_state] = (work).glob("home-reranked-*/cache/context/double.json")
+    assert json.loads(ablated_state.read_text())["ranking"] == "reranked"
+    assert json.loads(ablated_state.read_text())["disabled"] == "path"
+    assert len(quality["engine -path"]["answers"]) == 8
+    assert "\nengine -path " in stdout
     operations = report["operations"]
     assert isinstance(operations, dict)
     ops = operations["click"]

@@ -10,7 +10,8 @@ mtime changed and drops deleted ones, so a saved file is found by the next searc
 ranking is a count of the query's words in each file: not a ranking to measure, only
 one the bench can read. It writes its state to $ASSERN_HOME/cache/context/double.json,
 where the test reads which ranking mode it was given (ASSERN_CONTEXT_RANKING, refused
-when not lexical, reranked or fused) and where the bench measures a database size.
+when not lexical, reranked or fused) and which re-ranking signal was switched off
+(ASSERN_CONTEXT_RERANK_DISABLE), and where the bench measures a database size.
 
 Tools: `semantic_search {query, top_k?, path?}` → {"results": [{"path", "start_line",
 "end_line", "score", "text"}], "index": {"files", "pending"}} and
@@ -82,7 +83,10 @@ class Index:
             if b"\0" not in data[:8192]:
                 self.texts[name] = data.decode("utf-8", errors="replace")
         del self.pending[:limit]
-        self.state.write_text(json.dumps({"ranking": self.mode, "files": sorted(self.texts)}))
+        disabled = os.environ.get("ASSERN_CONTEXT_RERANK_DISABLE")
+        self.state.write_text(
+            json.dumps({"ranking": self.mode, "disabled": disabled, "files": sorted(self.texts)})
+        )
 
     def refresh(self) -> None:
         self.scan()
