@@ -477,20 +477,31 @@ def rg_version(rg: str) -> str:
 
 
 def operations(
-    queries: Sequence[Query], roots: dict[str, Path], engine: Engine, smoke: bool, work: Path
+    queries: Sequence[Query], roots: dict[str, Path], engine: Engine, tree: Path | None, work: Path
 ) -> dict[str, Any]:
-    """Per project (a writable copy), and the synthetic tree unless smoke."""
+    """Per project (a writable copy), and the synthetic tree when there is one."""
     found = {}
     for project, root in roots.items():
         copy = work / "trees" / project
         shutil.copytree(root, copy)
         asked = [q for q in queries if q.project == project]
-        found[project] = trio.run(engine_operations, engine, copy, asked, 3 if smoke else 10, work)
-    if not smoke:
-        tree = work / "trees" / f"synthetic-{SCALE_FILES}"
-        synthetic_tree(list(roots.values()), tree, SCALE_FILES)
+        found[project] = trio.run(engine_operations, engine, copy, asked, 10 if tree else 3, work)
+    if tree:
         found[f"synthetic {SCALE_FILES} files"] = trio.run(engine_operations, engine, tree, queries, 20, work)
     return found
+
+
+def baselines_at_scale(tree: Path, queries: Sequence[Query]) -> dict[str, Any]:
+    """The baselines over the synthetic tree: BM25's build time and both query p95s."""
+    bm25, built = bm25_answers(tree, queries)
+    rg = find_rg()
+    grep = grep_answers(tree, queries, rg)
+    return {
+        "files": sum(1 for p in tree.rglob("*") if p.is_file()),
+        "bm25_build_s": round(built, 3),
+        "bm25_query_ms_p95": round(scoring.percentile([a.ms for a in bm25], 0.95), 3),
+        "ripgrep_query_ms_p95": round(scoring.percentile([a.ms for a in grep], 0.95), 3),
+    }
 
 
 # ------------------------------------------------------------------ the table
@@ -521,6 +532,11 @@ def print_report(report: dict[str, Any]) -> None:
     print("(few-words: NDCG@10 on the queries written without their answer's words; bundle: share of")
     print(f" queries with a labelled file in a {BUNDLE_TOKENS}-token get_context_for_prompt bundle)")
     print(f"ripgrep baseline: {q['ripgrep']['tool']}")
+    scale = report.get("baselines_at_scale")
+    if scale:
+        print(f"\nbaselines over the synthetic tree ({scale['files']} files): BM25 build "
+              f"{scale['bm25_build_s']:.2f} s, query p95 {scale['bm25_query_ms_p95']:.2f} ms; "
+              f"ripgrep query p95 {scale['ripgrep_query_ms_p95']:.2f} ms")  # fmt: skip
     ops = report.get("operations")
     if isinstance(ops, dict):
         print("\nengine operations (default ranking)")
@@ -606,12 +622,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             ablated = attrs.evolve(engine, env=(*engine.env, (ABLATE_ENV, signal)))
             row = quality(queries, roots, ablated, ["reranked"], work)["engine reranked"]
             report["quality"][f"engine -{signal}"] = row
+    tree = None
+    if not args.no_operations and not args.smoke:
+        tree = work / "trees" / f"synthetic-{SCALE_FILES}"
+        synthetic_tree(list(roots.values()), tree, SCALE_FILES)
+        report["baselines_at_scale"] = baselines_at_scale(tree, queries)
     if args.no_operations:
         pass
     elif engine is None:
         report["operations"] = "n/a (engine not installed)"
     else:
-        report["operations"] = operations(queries, roots, engine, args.smoke, work)
+        report["operations"] = operations(queries, roots, engine, tree, work)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print_report(report)
