@@ -16,6 +16,7 @@ path a line, which the query-set test reads instead of the sources.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import os
 import shutil
@@ -112,9 +113,13 @@ def unpack(project: Project, archive: Path, cache: Path) -> Path:
 
 
 def ensure(project: Project, cache: Path | None = None) -> Path:
-    """Fetch, check and unpack one project; its root folder."""
+    """Fetch, check and unpack one project; its root folder. Runs sharing the cache (the
+    test suite's workers) take turns, so none reads a root another is unpacking."""
     cache = cache or cache_dir()
-    return unpack(project, fetch_archive(project, cache), cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return unpack(project, fetch_archive(project, cache), cache)
 
 
 def files_of(root: Path) -> list[str]:
