@@ -212,7 +212,9 @@ class ModernLines:
                 scope.cancel()
 
     async def _take(self, raw: Any, message: types.JSONRPCMessage | None, out: SendRaw) -> None:
-        if isinstance(raw, dict) and raw.get("method") == "notifications/cancelled" and self._cancel(raw):
+        cancelling = isinstance(raw, dict) and raw.get("method") == "notifications/cancelled"
+        # ours, or the SDK's server's; with no such server, a request already answered
+        if cancelling and (self._cancel(raw) or self._to_sdk is None):
             return
         plain = plain_request(raw, self._envelopes)
         if plain is not None and plain[0] not in self._running:

@@ -211,12 +211,13 @@ async def test_large_results_arrive_whole_and_in_step_with_small_ones(
     assert all(set(text) == {"x"} for text in got.values())
 
 
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 async def test_cancellation_reaches_the_backend(
-    assern_env: AssernEnv, alpha_only: Path, tmp_path: Path
+    assern_env: AssernEnv, alpha_only: Path, tmp_path: Path, era: str
 ) -> None:
     marker = tmp_path / "cancelled-marker"
     with trio.fail_after(60):
-        async with Client(assern_env.serve(alpha_only), mode="legacy") as client:
+        async with Client(assern_env.serve(alpha_only), mode=era) as client:
             await client.list_tools()
             with trio.move_on_after(1):
                 await client.call_tool("alpha_wait_cancel", {"marker": str(marker)})
