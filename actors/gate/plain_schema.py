@@ -57,21 +57,26 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _is_integer(value: Any) -> bool:
+    # 1.0 is an integer to JSON Schema too: not known here, so left to the compiler
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+#: Whether a value (decoded JSON) is certainly of a JSON Schema type.
+_OF_TYPE: dict[str, PlainCheck] = {
+    "string": lambda value: isinstance(value, str),
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+    "integer": _is_integer,
+    "number": _is_number,
+}
+
+
 def _of_type(value: Any, kind: str) -> bool:
     """Whether `value` (decoded JSON) is certainly of JSON Schema type `kind`."""
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "object":
-        return isinstance(value, dict)
-    if kind == "array":
-        return isinstance(value, list)
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "null":
-        return value is None
-    if kind == "integer":  # 1.0 is an integer to JSON Schema: left to the compiler
-        return isinstance(value, int) and not isinstance(value, bool)
-    return _is_number(value)  # "number"
+    return _OF_TYPE[kind](value)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -196,20 +201,41 @@ def _anything(value: Any) -> bool:
 
 
 def _all_of(checks: tuple[PlainCheck, ...]) -> PlainCheck:
-    return lambda value: all(check(value) for check in checks)
+    if len(checks) == 1:
+        return checks[0]
+
+    def check(value: Any) -> bool:
+        for one in checks:  # noqa: SIM110 - a loop: no generator object on every call
+            if not one(value):
+                return False
+        return True
+
+    return check
 
 
 def _any_of(checks: tuple[PlainCheck, ...]) -> PlainCheck:
-    return lambda value: any(check(value) for check in checks)
+    def check(value: Any) -> bool:
+        for one in checks:  # noqa: SIM110 - a loop: no generator object on every call
+            if one(value):
+                return True
+        return False
+
+    return check
 
 
 def _type_check(kinds: tuple[str, ...]) -> PlainCheck:
-    return lambda value: any(_of_type(value, kind) for kind in kinds)
+    return _any_of(tuple(_OF_TYPE[kind] for kind in kinds))
 
 
 def _properties_check(subs: dict[str, PlainCheck]) -> PlainCheck:
     def check(value: Any) -> bool:
-        return not isinstance(value, dict) or all(sub(value[n]) for n, sub in subs.items() if n in value)
+        if not isinstance(value, dict):
+            return True
+        for name, field in value.items():
+            sub = subs.get(name)
+            if sub is not None and not sub(field):
+                return False
+        return True
 
     return check
 
@@ -237,10 +263,10 @@ def _one_of_values(options: tuple[Any, ...]) -> PlainCheck:
 
 
 def _count_check(key: str, limit: int) -> PlainCheck:
-    kind = "string" if key.endswith("Length") else "array" if key.endswith("Items") else "object"
+    of_kind = _OF_TYPE["string" if key.endswith("Length") else "array" if key.endswith("Items") else "object"]
 
     def check(value: Any) -> bool:
-        if not _of_type(value, kind):
+        if not of_kind(value):
             return True
         size = len(value)
         return size >= limit if key.startswith("min") else size <= limit

@@ -231,10 +231,10 @@ async def serving(
             return [tool.name for tool in (await client.list_tools()).tools]
 
         found, when, _ = await measure.until_all_visible(
-            names, [b.name for b in backends], ["echo"], changes.wait, 60 + len(backends)
+            names, [b.name for b in backends], ["echo"], changes.wait, 60 + 3 * len(backends)
         )
         if when is None:
-            raise SystemExit(f"{side.label}: not every backend's tools visible after a minute")
+            raise SystemExit(f"{side.label}: not every backend's tools visible in time")
         yield Running(side, server, client_caller(client, found))
 
 
