@@ -44,15 +44,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import mcp_types as types
 import trio
 
 # isort: split
 import measure
 import peers
 import procs
-from mcp import Client
-from run import Changes, client_caller
+from run import Changes, client_caller, direct_pool, listening_client
 from wire import SpawnedServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,57 +154,6 @@ class Running:
     calls_per_s: list[float] = attrs.Factory(list)
 
 
-def connected(server: SpawnedServer, mode: str, changes: Changes | None = None) -> Client:
-    """The official client over `server`, in protocol `mode` ("auto": what a client does
-    when it is told nothing; "legacy": the initialize handshake)."""
-
-    async def on_message(message: Any) -> None:
-        if changes is not None and isinstance(message, types.ToolListChangedNotification):
-            changes.notify()
-
-    return Client(server.connect(), mode=mode, cache=None, message_handler=on_message)  # type: ignore[arg-type]
-
-
-@contextlib.asynccontextmanager
-async def direct_pool(
-    backends: Sequence[peers.Backend], workdir: Path, mode: str
-) -> AsyncIterator[measure.Caller]:
-    """Direct connections to fresh copies of `backends`, each held by a task of its own
-    (an SDK context is entered and left in one task); backend i answers call i."""
-    clients: list[Client | None] = [None] * len(backends)
-    done = trio.Event()
-    ready = trio.Semaphore(0)
-
-    async def hold(i: int, backend: peers.Backend) -> None:
-        server = SpawnedServer(
-            [backend.command, *backend.args],
-            env=peers.base_env(),
-            stderr=workdir / f"{backend.name}.stderr",
-            watch_every=None,
-        )
-        async with connected(server, mode) as client:
-            clients[i] = client
-            ready.release()
-            await done.wait()
-
-    async def call(index: int, base: str, arguments: dict[str, Any]) -> None:
-        client = clients[index]
-        assert client is not None
-        result = await client.call_tool(base, arguments)
-        if result.is_error:
-            raise measure.CallFailed(" ".join(getattr(c, "text", "") for c in result.content))
-
-    async with trio.open_nursery() as nursery:
-        for i, backend in enumerate(backends):
-            nursery.start_soon(hold, i, backend)
-        for _ in backends:
-            await ready.acquire()
-        try:
-            yield call
-        finally:
-            done.set()
-
-
 @contextlib.asynccontextmanager
 async def serving(
     side: Side, script: Path, workdir: Path, backends: Sequence[peers.Backend], mode: str
@@ -225,7 +172,7 @@ async def serving(
         watch_every=None,
     )
     changes = Changes()
-    async with connected(server, mode, changes) as client:
+    async with listening_client(server.connect(), changes, mode) as client:
 
         async def names() -> list[str]:
             return [tool.name for tool in (await client.list_tools()).tools]

@@ -138,12 +138,15 @@ class Changes:
         self._event = trio.Event()
 
 
-def listening_client(transport: Any, changes: Changes) -> Client:
+def listening_client(transport: Any, changes: Changes | None = None, mode: str = "legacy") -> Client:
+    """The official client over `transport`, in protocol `mode`, telling `changes` of
+    every list_changed."""
+
     async def on_message(message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
+        if changes is not None and isinstance(message, types.ToolListChangedNotification):
             changes.notify()
 
-    return Client(transport, mode="legacy", cache=None, message_handler=on_message)
+    return Client(transport, mode=mode, cache=None, message_handler=on_message)  # type: ignore[arg-type]
 
 
 def client_caller(client: Client, names: dict[tuple[int, str], str]) -> Caller:
@@ -159,7 +162,9 @@ def client_caller(client: Client, names: dict[tuple[int, str], str]) -> Caller:
 
 
 @contextlib.asynccontextmanager
-async def direct_pool(backends: Sequence[peers.Backend], workdir: Path) -> AsyncIterator[Caller]:
+async def direct_pool(
+    backends: Sequence[peers.Backend], workdir: Path, mode: str = "legacy"
+) -> AsyncIterator[Caller]:
     """Direct connections (the official client over stdio) to fresh copies of `backends`.
 
     They use the same transport as the aggregators, so both paths run the same client
@@ -177,7 +182,7 @@ async def direct_pool(backends: Sequence[peers.Backend], workdir: Path) -> Async
             stderr=workdir / f"{backend.name}.stderr",
             watch_every=None,
         )
-        async with Client(server.connect(), mode="legacy", cache=None) as client:
+        async with listening_client(server.connect(), mode=mode) as client:
             clients[i] = client
             ready.release()
             await done.wait()
