@@ -161,8 +161,20 @@ def test_a_synonym_finds_the_tool_at_a_lower_weight() -> None:
 
 def test_a_name_several_servers_use_finds_each_of_their_tools_first() -> None:
     gitlab = server("gitlab", tool("create_issue", "Open an issue in a GitLab project."))
-    found = index(GITHUB, gitlab, FILES).find("create_issue")
-    assert names(found)[:2] == ["github_create_issue", "gitlab_create_issue"]
+    # By its words alone this tool answers "create issue" best (both words, again and
+    # again): only the rule for a name asked as it is puts the two named tools first.
+    jira = server(
+        "jira",
+        tool(
+            "new_issue",
+            "Create an issue. Creates a new issue in Jira: create, track and triage issues.",
+            summary="Issue summary",
+        ),
+    )
+    words_only = index(GITHUB, gitlab, jira, FILES).find("create issue")
+    assert names(words_only)[0] == "jira_new_issue"
+    found = index(GITHUB, gitlab, jira, FILES).find("create_issue")
+    assert names(found)[:3] == ["github_create_issue", "gitlab_create_issue", "jira_new_issue"]
     assert all(hit.coverage == 1.0 for hit in found.hits[:2])
     assert names(index(GITHUB, gitlab).find("create_issue", server="gitlab")) == ["gitlab_create_issue"]
     # the exposed name picks the one tool
@@ -181,3 +193,21 @@ def test_ranking_and_coverage_apart_give_what_find_gives() -> None:
         assert found.unknown == unknown
     assert idx.coverage("read_file")(idx.exact("read_file", None)[0]) == 1.0
     assert idx.coverage("zebra")(idx.docs()[0]) == 0.0
+
+
+def test_each_field_counts_by_its_weight() -> None:
+    """One word, once in one field of each tool, every field as long in each tool: the
+    tools rank as their fields weigh (name 3, server 1.5, description 1, parameters 0.8,
+    instructions 0.2), which the names' alphabetical order would not give."""
+    sources = [
+        server("a", tool("plain_words", "zeta apple pear", p="kiwi text")),  # description
+        server("b", tool("plain_words", "plum apple pear", p="zeta text")),  # parameters
+        server("c", tool("plain_words", "plum apple pear", p="kiwi text"), instructions="zeta"),
+        server("d", tool("zeta_words", "plum apple pear", p="kiwi text")),  # name
+        server("zeta", tool("plain_words", "plum apple pear", p="kiwi text")),  # server
+    ]
+    found = index(*sources).find("zeta", limit=5)
+    assert [hit.doc.server for hit in found.hits] == ["d", "zeta", "a", "b", "c"]
+    scores = [hit.score for hit in found.hits]
+    assert scores == sorted(scores, reverse=True)
+    assert len(set(scores)) == 5  # no tie left to the names

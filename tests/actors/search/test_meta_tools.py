@@ -115,3 +115,24 @@ def test_describe_names_the_unknown_and_fails_only_when_nothing_is_known() -> No
     assert "Unknown tool 'b'. Did you mean: a?" in some.content[-1].text  # type: ignore[union-attr]
     none = meta_tools.describe_result([], {"b": ()})
     assert none.is_error
+
+
+def test_a_tool_whose_name_clients_reject_is_found_under_a_name_they_accept() -> None:
+    listings = [
+        BackendListing(
+            server="db",
+            tools=(
+                tool("sql.query", "Run a SQL query."),
+                tool("tables/list all", "List the tables."),
+                tool("get-schema", "The schema of a table."),
+            ),
+        )
+    ]
+    catalog = build_catalog(listings, exposure="search")
+    index = SearchIndex().updated(search_sources(listings, catalog))
+    # dots, slashes and spaces become `_`; letters, digits, `_` and `-` are kept
+    assert set(catalog.tools) == {"db_sql_query", "db_tables_list_all", "db_get-schema"}
+    assert index.find("run a sql query").hits[0].doc.name == "db_sql_query"
+    assert index.find("list the tables").hits[0].doc.name == "db_tables_list_all"
+    # the backend's own name still finds its tool
+    assert index.find("sql.query").hits[0].doc.name == "db_sql_query"
