@@ -40,12 +40,60 @@ def test_every_label_names_a_tool_of_the_fixtures() -> None:
         assert set(query["tools"]) <= tools, query["text"]
 
 
+def test_the_tasks_of_the_readmes_are_labelled_by_step_with_real_tools() -> None:
+    tools = {
+        f"{fixture['server']}/{tool['name']}"
+        for path in (BENCH / "fixtures").glob("*.json")
+        for fixture in [json.loads(path.read_text())]
+        for tool in fixture["tools"]
+    }
+    tasks = tomllib.loads((BENCH / "tasks.toml").read_text())["task"]
+    ids = [task["id"] for task in tasks]
+    assert len(ids) == len(set(ids))
+    queries = 0
+    for task in tasks:
+        assert task["text"].strip(), task["id"]
+        assert task["source"].strip(), task["id"]
+        steps = task.get("step", [])
+        assert steps or task["tools"], task["id"]
+        assert not (steps and "tools" in task), task["id"]  # labels by step, or one need
+        for labelled in steps or [task]:
+            assert labelled["tools"], task["id"]
+            assert set(labelled["tools"]) <= tools, task["id"]
+        queries += 1 + len(steps)
+    assert queries >= 150
+    # at least 20 servers the own set never names, each needed by some task
+    own = {
+        label.split("/")[0]
+        for q in tomllib.loads((BENCH / "queries.toml").read_text())["query"]
+        for label in q["tools"]
+    }
+    needed = {label.split("/")[0] for task in tasks for s in task.get("step", [task]) for label in s["tools"]}
+    assert len(needed - own) >= 20
+
+
+def test_the_split_holds_out_a_third_of_each_set_and_covers_every_unit() -> None:
+    split = tomllib.loads((BENCH / "split.toml").read_text())
+    assert isinstance(split["seed"], int)
+    heldout, tuning = set(split["heldout"]), set(split["tuning"])
+    assert not heldout & tuning
+    own = {
+        f"own-task:{q['task']}" if "task" in q else f"own:{q['text']}"
+        for q in tomllib.loads((BENCH / "queries.toml").read_text())["query"]
+    }
+    readme = {f"readme:{task['id']}" for task in tomllib.loads((BENCH / "tasks.toml").read_text())["task"]}
+    assert own | readme == heldout | tuning
+    for units in (own, readme):
+        assert len(units & heldout) >= len(units) / 3
+
+
 def test_the_smoke_run_prints_recall_size_and_scale() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / "run.py"), "--smoke"], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert "lexical    all" in done.stdout
+    assert "lexical    all both both" in done.stdout
+    assert "lexical    steps own heldout" in done.stdout
     assert "full_list_tokens=" in done.stdout
     assert "index_build_s=" in done.stdout
     validator_kb = float(done.stdout.split("validator_kb=", 1)[1].split(",", 1)[0])

@@ -53,8 +53,11 @@ def install(servers: dict[str, dict[str, Any]], work: Path) -> None:
             folder = work / "py" / package
             if not folder.exists():
                 venv.create(folder, with_pip=True)
+            # `requirements`: pins a server needs that its own metadata does not state
+            # (a later major version of a dependency it imports from)
+            pins = server.get("requirements", [])
             subprocess.run(
-                [str(folder / "bin" / "pip"), "install", "-q", f"{package}=={version}"], check=True
+                [str(folder / "bin" / "pip"), "install", "-q", f"{package}=={version}", *pins], check=True
             )
 
 

@@ -41,7 +41,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -61,6 +60,10 @@ from assern.actors.search.index import SearchIndex
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+import labels  # noqa: E402 - the benchmark's folder is no package
+import plain  # noqa: E402
+from labels import Query  # noqa: E402
 
 KS = (1, 5, 10)
 SCALE_TOOLS = 10_000
@@ -99,33 +102,35 @@ def semantic_for(catalog: Catalog) -> sem.Semantic | None:
 # ------------------------------------------------------------------- recall
 
 
-@attrs.frozen
-class Query:
-    text: str
-    right: frozenset[str]
-    task: str | None
-
-
 def queries(catalog: Catalog) -> list[Query]:
     exposed = {(route.server, route.original): name for name, route in catalog.tools.items()}
-    found = []
-    for raw in tomllib.loads((HERE / "queries.toml").read_text())["query"]:
-        right = frozenset(exposed[tuple(label.split("/", 1))] for label in raw["tools"])
-        found.append(Query(text=raw["text"], right=right, task=raw.get("task")))
-    return found
+    return labels.read(exposed)
 
 
 Ranker = Callable[[str], list[str]]
 
 
 def recall(ranker: Ranker, asked: Sequence[Query]) -> dict[str, float]:
-    ranks = []
+    """Recall@k: the share of the needs found in the first k (a step has one need, a
+    whole task one per step; each query weighs the same), MRR the mean of 1/rank of each
+    need's first right tool (0 past 10), all@5 the share of queries with every need in
+    the first 5."""
+    shares: dict[int, list[float]] = {k: [] for k in KS}
+    reciprocal, complete = [], []
     for query in asked:
         names = ranker(query.text)[:10]
-        rank = next((i for i, name in enumerate(names, start=1) if name in query.right), None)
-        ranks.append(rank)
-    figures = {f"recall@{k}": sum(1 for r in ranks if r is not None and r <= k) / len(ranks) for k in KS}
-    figures["mrr"] = sum(1 / r for r in ranks if r is not None) / len(ranks)
+        ranks = [
+            next((i for i, name in enumerate(names, start=1) if name in need), None) for need in query.needs
+        ]
+        for k in KS:
+            shares[k].append(sum(1 for r in ranks if r is not None and r <= k) / len(ranks))
+        reciprocal.append(sum(1 / r for r in ranks if r is not None) / len(ranks))
+        complete.append(all(r is not None and r <= 5 for r in ranks))
+    count = max(len(asked), 1)
+    figures = {f"recall@{k}": sum(shares[k]) / count for k in KS}
+    figures["mrr"] = sum(reciprocal) / count
+    figures["all@5"] = sum(complete) / count
+    figures["queries"] = len(asked)
     return {key: round(value, 3) for key, value in figures.items()}
 
 
@@ -143,13 +148,52 @@ def fused_at(index: SearchIndex, semantic: sem.Semantic, candidates: int) -> Ran
     return rank
 
 
-def rankers(catalog: Catalog, semantic: sem.Semantic | None) -> dict[str, Ranker]:
+def plain_ranker(found: list[BackendListing], catalog: Catalog) -> Ranker:
+    exposed = {(route.server, route.original): name for name, route in catalog.tools.items()}
+    bm25 = plain.PlainBM25(
+        (exposed[listing.server, tool.name], plain.tool_words(listing.server, tool.name, tool))
+        for listing in found
+        for tool in listing.tools
+        if (listing.server, tool.name) in exposed
+    )
+    return lambda q: bm25.ranked(q, limit=10)
+
+
+def rankers(
+    found: list[BackendListing], catalog: Catalog, semantic: sem.Semantic | None
+) -> dict[str, Ranker]:
     index = catalog.search
     assert index is not None
-    found: dict[str, Ranker] = {"lexical": lambda q: [h.doc.name for h in index.find(q, limit=10).hits]}
+    rankings: dict[str, Ranker] = {
+        "plain": plain_ranker(found, catalog),
+        "lexical": lambda q: [h.doc.name for h in index.find(q, limit=10).hits],
+    }
     if semantic is not None:
-        found["semantic"] = lambda q: [doc.name for doc, _ in semantic.ranked(index, q, None)]
-        found["fused"] = lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+        rankings["semantic"] = lambda q: [doc.name for doc, _ in semantic.ranked(index, q, None)]
+        rankings["fused"] = lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+    return rankings
+
+
+def subsets(asked: Sequence[Query]) -> dict[str, list[Query]]:
+    """Every query ("all both both"), then the queries by kind (tasks, steps), set
+    (own, readme) and split part (both, tuning, heldout): "steps readme heldout" etc."""
+    _seed, heldout, tuning = labels.read_split()
+    parts = [labels.part(query, heldout, tuning) for query in asked]
+    found: dict[str, list[Query]] = {"all both both": list(asked)}
+    for kind in ("task", "step"):
+        for source_set in ("own", "readme"):
+            for name, wanted in (
+                ("both", ("tuning", "heldout")),
+                ("tuning", ("tuning",)),
+                ("heldout", ("heldout",)),
+            ):
+                chosen = [
+                    q
+                    for q, p in zip(asked, parts, strict=True)
+                    if q.kind == kind and q.source_set == source_set and p in wanted
+                ]
+                if chosen:
+                    found[f"{kind}s {source_set} {name}"] = chosen
     return found
 
 
@@ -480,12 +524,8 @@ def main() -> int:
         "catalog": {"servers": len(found), "tools": len(catalog.tools), "queries": len(asked)},
         "recall": {},
     }
-    kinds = {
-        "all": asked,
-        "tasks": [q for q in asked if q.task is None],
-        "steps": [q for q in asked if q.task is not None],
-    }
-    chosen = rankers(catalog, semantic)
+    kinds = subsets(asked)
+    chosen = rankers(found, catalog, semantic)
     if args.candidates:
         if semantic is None:
             parser.error("--candidates needs the semantic extra (pip install 'assern[semantic]')")
@@ -518,11 +558,14 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         f"catalog: {catalog['tools']} tools of {catalog['servers']} servers, {catalog['queries']} queries\n"
     )
-    print(f"{'ranking':<10} {'queries':<7} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6}")
+    print(
+        f"{'ranking':<10} {'queries':<20} {'n':>4} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'MRR':>6} {'all@5':>6}"
+    )
     for name, kinds in report["recall"].items():
         for kind, figures in kinds.items():
-            cells = " ".join(f"{figures[key]:>6.3f}" for key in ("recall@1", "recall@5", "recall@10", "mrr"))
-            print(f"{name:<10} {kind:<7} {cells}")
+            keys = ("recall@1", "recall@5", "recall@10", "mrr", "all@5")
+            cells = " ".join(f"{figures[key]:>6.3f}" for key in keys)
+            print(f"{name:<10} {kind:<20} {figures['queries']:>4} {cells}")
     print()
     for section in ("size", "scale"):
         print(f"{section}: " + ", ".join(f"{key}={value}" for key, value in report[section].items()))
