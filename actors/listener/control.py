@@ -30,6 +30,7 @@ from assern.actors.listener.report import ClientView, InstanceInfo, instance_rep
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 from assern.actors.router.views import estimate_tokens
+from assern.actors.search.explain import explain_search
 from assern.supervisor.cell import Cell
 from assern.supervisor.io.reader import LineTooLong
 from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
@@ -145,7 +146,11 @@ async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
     catalog, directory = _view(plane, command), plane.shared.directory()
     semantic = plane.shared.semantic.value
     plane.shared.searched.set()
-    return exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic))
+    doc = exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic))
+    if command.args.get("explain"):
+        names = [tool["name"] for tool in doc.get("tools", [])]
+        doc["explain"] = explain_search(catalog, directory, arguments, names, semantic)
+    return doc
 
 
 def _tool_name(plane: ControlPlane, command: Command, server: str, tool: str) -> str:

@@ -367,6 +367,46 @@ class SearchIndex:
             ranked.append((doc, score))
         return ranked, unknown
 
+    def explain(self, query: str, doc: Doc) -> dict[str, Any]:
+        """Why `doc` scores what it scores for `query`: each query term it matches (or
+        matches through a synonym), the term's idf, how often it occurs in each field,
+        and what it adds to the score; and whether the query named the tool exactly."""
+        asked = self._asked(query)
+        factors = self.analyzer.expand(asked)
+        segment = self.segments.get(doc.server)
+        matched: list[tuple[float, dict[str, Any]]] = []
+        for term, factor in factors.items():
+            if term not in self.df or segment is None:
+                continue
+            counts = next((c for d, c in segment.postings.get(term, ()) if d is doc), None)
+            if counts is None:
+                continue
+            adds = self.idf(term) * factor * self._postings(term)[0][doc]
+            synonym_of = (
+                None if factor == 1.0 else next(t for t in asked if term in self.analyzer.synonyms(t))
+            )
+            matched.append(
+                (
+                    adds,
+                    {
+                        "term": term,
+                        "synonym_of": synonym_of,
+                        "idf": round(self.idf(term), 3),
+                        "fields": {
+                            field: count for field, count in zip(FIELDS, counts, strict=True) if count
+                        },
+                        "adds": round(adds, 3),
+                    },
+                )
+            )
+        matched.sort(key=lambda item: -item[0])
+        return {
+            "exact_name": doc in self.exact(query.strip(), None),
+            "words_score": round(sum(adds for adds, _ in matched), 3),
+            "terms": [entry for _, entry in matched],
+            "coverage": round(self.coverage(query)(doc), 3),
+        }
+
     def searched(self, server: str | None) -> int:
         """How many tools a search (of one server's, or of all) looks at."""
         if server is None:

@@ -55,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--server", help="search only this server's tools")
     search.add_argument("--fresh", action="store_true", help="start the backends anew for this search")
     search.add_argument("--profile", help="what a client of [profiles.NAME] finds")
+    search.add_argument(
+        "--explain", action="store_true", help="why each tool ranks where it does (words, fields, meaning)"
+    )
     call = sub.add_parser(
         "call",
         help="call a tool: TOOL [ARGS] or SERVER TOOL [ARGS]",

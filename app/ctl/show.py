@@ -105,14 +105,20 @@ def cmd_search(args: argparse.Namespace) -> int:
     config, load = load_config(args)
     view = _profile(args, config)
     instance = None if args.fresh else find_instance(args)[1]
+    explain = {"explain": True} if args.explain else {}
     if instance is not None:
-        doc = request(instance.slot.control, "search", timeout=60.0, **query, **view)
+        doc = request(instance.slot.control, "search", timeout=60.0, **query, **view, **explain)
     else:
         from assern.actors.listener import exposure
+        from assern.actors.search.explain import explain_search
 
         async def body(tree: Any) -> dict[str, Any]:
             catalog, directory = tree.views.cell(view.get("profile")).value, tree.directory.value
-            return exposure.search_document(exposure.search_anyway(catalog, directory, query))
+            found = exposure.search_document(exposure.search_anyway(catalog, directory, query))
+            if args.explain:
+                names = [tool["name"] for tool in found.get("tools", [])]
+                found["explain"] = explain_search(catalog, directory, query, names)
+            return found
 
         with configure_logging(default_assern_home(environ()) / "logs", level=args.log_level):
             doc = trio.run(with_tree, config, load, body)
@@ -120,4 +126,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         print_json(doc)
     else:
         print(doc["text"], file=sys.stderr if doc["is_error"] else sys.stdout)
+        if args.explain:
+            from assern.actors.search.explain import explanation_lines
+
+            for name, entry in doc.get("explain", {}).items():
+                print("\n".join(explanation_lines(name, entry)))
     return 1 if doc["is_error"] else 0

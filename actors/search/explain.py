@@ -1,0 +1,91 @@
+"""Why a search's answer ranks as it does (`assernctl search --explain`).
+
+For each tool of the answer: the query's words it matches (itself or through a
+synonym), in which of its fields and how often, each word's idf and what it adds to the
+score (index.py, BM25F), whether the query named the tool exactly (it then comes first);
+with the meaning ranked too (the `assern[semantic]` extra), the tool's cosine similarity
+to the query and its rank by words and by meaning, from which the fusion's score comes
+(weight / (60 + rank) for each ranking it is in; semantic.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from assern.actors.router.catalog import Catalog, search_sources
+from assern.actors.search import meta_tools
+from assern.actors.search.index import SearchIndex
+from assern.actors.search.meta_tools import BadArguments
+from assern.actors.search.semantic import CANDIDATES, RRF_K, SEMANTIC_WEIGHT, Semantic
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from assern.actors.backend.handle import BackendHandle
+
+
+def explain_search(
+    catalog: Catalog,
+    directory: Mapping[str, BackendHandle],
+    arguments: Mapping[str, Any] | None,
+    names: Sequence[str],
+    semantic: Semantic | None = None,
+) -> dict[str, Any]:
+    """The explanation of each of `names` (the tools a search answered, in its order)."""
+    index = catalog.search
+    if index is None:  # as `assernctl search` does in any exposure
+        listings = [
+            h.listing for h in directory.values() if h.listing is not None and h.name in catalog.servers
+        ]
+        index = SearchIndex().updated(search_sources(listings, catalog))
+    try:
+        request = meta_tools.search_request(arguments, sorted(catalog.servers))
+    except BadArguments:
+        return {}
+    docs = {doc.name: doc for doc in index.docs()}
+    by_words: dict[str, int] = {}
+    by_meaning: dict[str, tuple[int, float]] = {}
+    if semantic is not None:
+        lexical, _ = index.ranked(request.query, limit=CANDIDATES, server=request.server)
+        by_words = {doc.name: rank for rank, (doc, _) in enumerate(lexical, start=1)}
+        similar = semantic.ranked(index, request.query, request.server)
+        by_meaning = {doc.name: (rank, score) for rank, (doc, score) in enumerate(similar, start=1)}
+    explained: dict[str, Any] = {}
+    for name in names:
+        doc = docs.get(name)
+        if doc is None:
+            continue
+        entry = index.explain(request.query, doc)
+        if semantic is not None:
+            words_rank = by_words.get(name)
+            meaning_rank, similarity = by_meaning.get(name, (None, None))
+            entry["meaning"] = {
+                "words_rank": words_rank,
+                "meaning_rank": meaning_rank,
+                "similarity": None if similarity is None else round(similarity, 3),
+                "fused": round(
+                    (1.0 / (RRF_K + words_rank) if words_rank else 0.0)
+                    + (SEMANTIC_WEIGHT / (RRF_K + meaning_rank) if meaning_rank else 0.0),
+                    5,
+                ),
+            }
+        explained[name] = entry
+    return explained
+
+
+def explanation_lines(name: str, entry: Mapping[str, Any]) -> list[str]:
+    """One tool's explanation as text, a line per matched word."""
+    lines = [f"{name}: words {entry['words_score']}, covers {entry['coverage']:.0%} of the query"]
+    if entry["exact_name"]:
+        lines.append("  named exactly by the query: first")
+    for term in entry["terms"]:
+        fields = ", ".join(f"{field} x{count}" for field, count in term["fields"].items())
+        via = f" (for {term['synonym_of']!r})" if term["synonym_of"] else ""
+        lines.append(f"  {term['term']!r}{via}: idf {term['idf']}, in {fields}, adds {term['adds']}")
+    meaning = entry.get("meaning")
+    if meaning is not None:
+        lines.append(
+            f"  meaning: similarity {meaning['similarity']}, rank by words {meaning['words_rank']},"
+            f" by meaning {meaning['meaning_rank']}, fused {meaning['fused']}"
+        )
+    return lines

@@ -1,0 +1,128 @@
+"""`assernctl search --explain`: why each tool of an answer ranks where it does."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import mcp_types as types
+import pytest
+
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
+from assern.actors.search import semantic as sem
+from assern.actors.search.explain import explain_search, explanation_lines
+from assern.actors.search.index import SearchIndex
+
+
+def tool(name: str, description: str, **params: str) -> types.Tool:
+    properties = {key: {"type": "string", "description": text} for key, text in params.items()}
+    return types.Tool(
+        name=name, description=description, input_schema={"type": "object", "properties": properties}
+    )
+
+
+LISTINGS = [
+    BackendListing(
+        server="github",
+        tools=(
+            tool("create_issue", "Create a new issue in a GitHub repository.", repo="Repository name"),
+            tool("list_issues", "List issues in a GitHub repository.", state="open or closed"),
+        ),
+    ),
+    BackendListing(
+        server="slack",
+        tools=(
+            tool("post_message", "Post a new message to a channel.", channel_id="The channel"),
+            tool("list_channels", "List public channels in the workspace."),
+        ),
+    ),
+]
+
+
+def catalog() -> Catalog:
+    built = build_catalog(LISTINGS, exposure="search")
+    return attrs.evolve(built, search=SearchIndex().updated(search_sources(LISTINGS, built)))
+
+
+def index() -> SearchIndex:
+    found = catalog().search
+    assert found is not None
+    return found
+
+
+class ChosenMeaning(sem.Embedder):
+    """Embeds every query as the vector it is given."""
+
+    def __init__(self, query: Sequence[float]) -> None:
+        self.query = query
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        np = pytest.importorskip("numpy")
+        return np.asarray([self.query] * len(texts), dtype=np.float32)
+
+
+def test_the_words_a_tool_matches_add_up_to_its_score() -> None:
+    idx = index()
+    query = "open a new issue in my repository"
+    for hit in idx.find(query).hits:
+        explained = idx.explain(query, hit.doc)
+        assert explained["words_score"] == pytest.approx(hit.score, abs=0.01)
+        assert explained["coverage"] == pytest.approx(hit.coverage, abs=0.001)
+        assert not explained["exact_name"]
+    best = idx.explain(query, idx.find(query).hits[0].doc)
+    first = best["terms"][0]
+    assert first == {
+        "term": "issu",
+        "synonym_of": None,
+        "idf": pytest.approx(idx.idf("issu"), abs=0.001),
+        "fields": {"name": 1, "description": 1},
+        "adds": pytest.approx(first["adds"]),
+    }
+    # "new" also finds "create" (a synonym), at the synonym weight
+    through = next(term for term in best["terms"] if term["term"] == "creat")
+    assert through["synonym_of"] == "new"
+    adds = [term["adds"] for term in best["terms"]]
+    assert adds == sorted(adds, reverse=True)
+
+
+def test_a_tool_named_exactly_says_so() -> None:
+    idx = index()
+    doc = idx.exact("slack_list_channels", None)[0]
+    explained = idx.explain("slack_list_channels", doc)
+    assert explained["exact_name"]
+    assert explanation_lines("slack_list_channels", explained)[1] == "  named exactly by the query: first"
+
+
+def test_the_explanation_of_an_answer_in_tool_order_and_as_text() -> None:
+    found = catalog()
+    arguments = {"query": "post a message to the channel"}
+    explained = explain_search(found, {}, arguments, ["slack_post_message", "nothing_of_that_name"])
+    assert list(explained) == ["slack_post_message"]
+    lines = explanation_lines("slack_post_message", explained["slack_post_message"])
+    assert lines[0].startswith("slack_post_message: words ")
+    assert any(line.startswith("  'messag': idf ") and "name x1" in line for line in lines)
+    assert explain_search(found, {}, {"query": 3}, ["slack_post_message"]) == {}  # bad arguments
+
+
+def test_with_the_meaning_the_ranks_and_the_fused_score() -> None:
+    np = pytest.importorskip("numpy")
+    axes = {name: axis for axis, name in enumerate(sorted(catalog().tools))}
+    found = catalog()
+    routes = list(found.tools.items())
+    keys = [sem.tool_key(route.server, route.original, route.tool) for _, route in routes]
+    matrix = np.eye(len(axes), dtype=np.float32)[[axes[name] for name, _ in routes]]
+    wanted = np.eye(len(axes), dtype=np.float32)[axes["github_list_issues"]]
+    semantic = sem.Semantic(ChosenMeaning(wanted), sem.Vectors.empty(len(axes)).extended(keys, matrix))
+    names = ["github_list_issues", "github_create_issue"]
+    explained = explain_search(found, {}, {"query": "create issue"}, names, semantic)
+    assert [hit.doc.name for hit in index().find("create issue").hits][:2] == names[::-1]
+    assert explained["github_list_issues"]["meaning"] == {
+        "words_rank": 2,
+        "meaning_rank": 1,
+        "similarity": 1.0,
+        "fused": round(1 / 62 + sem.SEMANTIC_WEIGHT / 61, 5),
+    }
+    assert explained["github_create_issue"]["meaning"]["meaning_rank"] is None
+    line = explanation_lines("github_list_issues", explained["github_list_issues"])[-1]
+    assert line.startswith("  meaning: similarity 1.0, rank by words 2, by meaning 1, fused ")

@@ -1,0 +1,62 @@
+"""`assernctl search --explain`: why each tool ranks where it does, from the running
+instance and from backends started for the search."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import trio
+from harness import AssernEnv, server_table
+from instances import (
+    Session,
+    ctl,
+    ctl_json,
+    err,
+    out,
+    reap,  # noqa: F401 - autouse fixture
+)
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_the_running_instance_explains_its_answer(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    at = ("--config", str(config))
+    with trio.fail_after(40):
+        async with trio.open_nursery() as nursery:
+            session = Session(assern_env.serve(config))
+            client = await nursery.start(session.run)
+            await client.list_tools()
+
+            found = await ctl_json(assern_env, "search", *at, "--explain", "add", "two", "numbers")
+            assert found["tools"][0]["name"] == "alpha_add"
+            explained = found["explain"]["alpha_add"]
+            assert explained["exact_name"] is False
+            assert explained["words_score"] == pytest.approx(found["tools"][0]["score"], abs=0.01)
+            assert {term["term"] for term in explained["terms"]} >= {"add"}
+            assert all(term["fields"] for term in explained["terms"])
+            assert list(found["explain"]) == [tool["name"] for tool in found["tools"]]
+
+            text = await ctl(assern_env, "search", *at, "--explain", "add", "two", "numbers")
+            assert text.returncode == 0, err(text)
+            lines = out(text).splitlines()
+            assert any(line.startswith("alpha_add: words ") for line in lines)
+            assert any(line.startswith("  'add': idf ") and "name x1" in line for line in lines)
+
+            plain = await ctl_json(assern_env, "search", *at, "add", "two", "numbers")
+            assert "explain" not in plain
+            nursery.cancel_scope.cancel()
+
+
+async def test_backends_started_for_the_search_explain_it_too(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    config = write_config(server_table("alpha"))
+    with trio.fail_after(40):
+        found = await ctl_json(assern_env, "search", "--config", str(config), "--fresh", "--explain", "echo")
+    assert found["tools"][0]["name"] == "alpha_echo"
+    assert "echo" in {term["term"] for term in found["explain"]["alpha_echo"]["terms"]}
