@@ -6,14 +6,18 @@
     .venv/bin/python ops/bench/search/run.py --smoke --candidates 20 --candidates 50
                                                              # the fusion's depth, compared
 
-Recall: the tools of 47 real MCP servers (fixtures/, captured by capture.py) form one
-catalog as assern builds it; each labelled query (queries.toml: task sentences and the
-steps of multi-step tasks) is searched, and a query counts as found at k when one of
-its right tools is among the first k (Recall@k); MRR is the mean of 1/rank of the first
-right tool (0 past 10). Lexical is BM25F alone, semantic the cosine ranking alone (the
-`assern[semantic]` extra), fused both by reciprocal rank fusion (what search_tools
-does with the extra). `--candidates N` (repeatable) also ranks fused with each ranking
-offering the fusion its best N (assern offers `semantic.CANDIDATES`).
+Recall: the tools of the real MCP servers of fixtures/ (captured by capture.py) form
+one catalog as assern builds it; each labelled query (labels.py: queries.toml, the
+project's own set, and tasks.toml, tasks taken from the servers' READMEs) is searched.
+Recall@k is the share of a query's needs (one for a step, one per step for a whole
+task) with a right tool among the first k; MRR the mean of 1/rank of each need's first
+right tool (0 past 10); all@5 the share of queries with every need in the first 5.
+Figures are given per kind (tasks, steps), set (own, readme) and part of the held-out
+split (split.toml: tuning, heldout, both). Plain is textbook BM25 (plain.py), lexical
+assern's BM25F, semantic the cosine ranking alone (the `assern[semantic]` extra), fused
+both by reciprocal rank fusion (what search_tools does with the extra).
+`--candidates N` (repeatable) also ranks fused with each ranking offering the fusion
+its best N (assern offers `semantic.CANDIDATES`). See docs/search-evaluation.md.
 
 Size: the estimated tokens (views.estimate_tokens) of the full tools/list, of the
 search-exposure tools/list, and of search_tools' answers.
