@@ -32,32 +32,27 @@ class PlainBM25:
 
     def __init__(self, documents: Iterable[tuple[str, Sequence[str]]]) -> None:
         self.names: list[str] = []
-        self.frequencies: list[Counter[str]] = []
-        self.lengths: list[int] = []
-        for name, bag in documents:
+        lengths: list[int] = []
+        #: word -> (document, its frequency there) for every document that has it
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for number, (name, bag) in enumerate(documents):
             self.names.append(name)
-            self.frequencies.append(Counter(bag))
-            self.lengths.append(len(bag))
-        self.average = sum(self.lengths) / len(self.lengths) if self.lengths else 1.0
-        self.df: Counter[str] = Counter()
-        for frequencies in self.frequencies:
-            self.df.update(frequencies.keys())
+            lengths.append(len(bag))
+            for word, tf in Counter(bag).items():
+                self.postings.setdefault(word, []).append((number, tf))
+        average = sum(lengths) / len(lengths) if lengths else 1.0
+        self.norms = [1.0 - B + B * length / average for length in lengths]
 
     def idf(self, word: str) -> float:
-        df = self.df.get(word, 0)
+        df = len(self.postings.get(word, ()))
         return math.log(1.0 + (len(self.names) - df + 0.5) / (df + 0.5))
 
     def ranked(self, query: str, limit: int = 10) -> list[str]:
-        asked = set(words(query))
-        scores: list[tuple[float, str]] = []
-        for name, frequencies, length in zip(self.names, self.frequencies, self.lengths, strict=True):
-            score = 0.0
-            for word in asked:
-                tf = frequencies.get(word, 0)
-                if tf:
-                    norm = 1.0 - B + B * length / self.average
-                    score += self.idf(word) * tf * (K1 + 1) / (tf + K1 * norm)
-            if score > 0:
-                scores.append((score, name))
-        scores.sort(key=lambda item: (-item[0], item[1]))
-        return [name for _, name in scores[:limit]]
+        scores: dict[int, float] = {}
+        for word in set(words(query)):
+            idf = self.idf(word)
+            for number, tf in self.postings.get(word, ()):
+                added = idf * tf * (K1 + 1) / (tf + K1 * self.norms[number])
+                scores[number] = scores.get(number, 0.0) + added
+        best = sorted(scores.items(), key=lambda item: (-item[1], self.names[item[0]]))
+        return [self.names[number] for number, _ in best[:limit]]

@@ -537,7 +537,8 @@ def main() -> int:
         for count in args.candidates:
             chosen[f"fused@{count}"] = fused_at(catalog.search, semantic, count)
     for name, ranker in chosen.items():
-        report["recall"][name] = {kind: recall(ranker, subset) for kind, subset in kinds.items()}
+        answers = {query.text: ranker(query.text) for query in asked}  # once per query
+        report["recall"][name] = {kind: recall(answers.__getitem__, subset) for kind, subset in kinds.items()}
     report["size"] = sizes(found, catalog, asked)
     target = 1_000 if args.smoke else SCALE_TOOLS
     report["scale"] = scale(paths, asked, target, with_semantic=not args.smoke)
