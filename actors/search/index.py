@@ -239,6 +239,7 @@ class SearchIndex:
         #: term -> (doc, score) of every doc that has it; filled on first use
         self._scored: dict[str, tuple[dict[Doc, float], float]] = {}
         self._by_name: dict[str, tuple[Doc, ...]] | None = None
+        self._concepts: dict[str, tuple[dict[Doc, float], float]] = {}
 
     # -------------------------------------------------------------- building
 
@@ -291,6 +292,29 @@ class SearchIndex:
             scored = self._scored[term] = (entries, max(entries.values(), default=0.0))
         return scored
 
+    def _concept(self, term: str) -> tuple[dict[Doc, float], float]:
+        """What a query's `term` adds to each doc's score: idf x saturated frequency of
+        the term itself or of one of its synonyms (times the synonym weight), whichever
+        adds most, and the largest of them. A need counts once however many of its
+        synonyms a tool uses (summed, "create a new board" preferred a tool that says
+        create, new and add to one that is named create_board)."""
+        found = self._concepts.get(term)
+        if found is None:
+            entries: dict[Doc, float] = {}
+            for member, factor in self._members(term):
+                weight = self.idf(member) * factor
+                for doc, saturation in self._postings(member)[0].items():
+                    value = weight * saturation
+                    if value > entries.get(doc, 0.0):
+                        entries[doc] = value
+            found = self._concepts[term] = (entries, max(entries.values(), default=0.0))
+        return found
+
+    def _members(self, term: str) -> list[tuple[str, float]]:
+        """The catalog's terms that answer a query's `term`, with their weight."""
+        members = [(term, 1.0), *((other, SYNONYM_WEIGHT) for other in self.analyzer.synonyms(term))]
+        return [(member, factor) for member, factor in members if member in self.df]
+
     def find(self, query: str, *, limit: int = 8, server: str | None = None) -> Found:
         """The tools that best answer `query`, best first (at most `limit`), each with the
         share of the query it matches."""
@@ -305,8 +329,9 @@ class SearchIndex:
         """The best `limit` tools for `query` with their scores, best first, and the
         query's terms the catalog does not know at all. Tools scoring under
         `KEEP_SHARE` of the best are left out; a tool asked for by its name comes first.
+        Each query term adds once, by itself or by its best synonym (`_concept`).
 
-        Terms are taken rarest first (MaxScore, Turtle & Flood 1995): once the terms left
+        Terms are taken the weightiest first (MaxScore, Turtle & Flood 1995): once the terms left
         cannot lift a tool that matched none so far into the best `limit`, they only add
         to the tools already found, so the long lists of common words are looked up, not
         walked.
@@ -314,10 +339,10 @@ class SearchIndex:
         limit = max(limit, 1)
         asked = self._asked(query)
         unknown = tuple(term for term in asked if term not in self.df)
-        factors = self.analyzer.expand(asked)
-        idf = {term: self.idf(term) * factor for term, factor in factors.items() if term in self.df}
-        known = sorted(idf, key=lambda term: -idf[term])
-        postings = [self._postings(term) for term in known]
+        concepts = {term: self._concept(term) for term in asked}
+        known = sorted((term for term in concepts if concepts[term][0]), key=lambda term: -concepts[term][1])
+        postings = [concepts[term] for term in known]
+        idf = dict.fromkeys(known, 1.0)  # a concept's entries are its full contributions
         bounds = [idf[term] * top for term, (_entries, top) in zip(known, postings, strict=True)]
         rest = [sum(bounds[i:]) for i in range(len(bounds))]
         scores: dict[Doc, float] = {}
@@ -371,30 +396,29 @@ class SearchIndex:
         """Why `doc` scores what it scores for `query`: each query term it matches (or
         matches through a synonym), the term's idf, how often it occurs in each field,
         and what it adds to the score; and whether the query named the tool exactly."""
-        asked = self._asked(query)
-        factors = self.analyzer.expand(asked)
         segment = self.segments.get(doc.server)
         matched: list[tuple[float, dict[str, Any]]] = []
-        for term, factor in factors.items():
-            if term not in self.df or segment is None:
+        for asked in self._asked(query):
+            best: tuple[float, str] | None = None
+            for member, factor in self._members(asked):
+                saturation = self._postings(member)[0].get(doc)
+                if saturation is not None and (
+                    best is None or self.idf(member) * factor * saturation > best[0]
+                ):
+                    best = (self.idf(member) * factor * saturation, member)
+            if best is None or segment is None:
                 continue
-            counts = next((c for d, c in segment.postings.get(term, ()) if d is doc), None)
-            if counts is None:
-                continue
-            adds = self.idf(term) * factor * self._postings(term)[0][doc]
-            synonym_of = (
-                None if factor == 1.0 else next(t for t in asked if term in self.analyzer.synonyms(t))
-            )
+            adds, term = best
+            counts = next(c for d, c in segment.postings[term] if d is doc)
+            fields = {field: count for field, count in zip(FIELDS, counts, strict=True) if count}
             matched.append(
                 (
                     adds,
                     {
                         "term": term,
-                        "synonym_of": synonym_of,
+                        "synonym_of": None if term == asked else asked,
                         "idf": round(self.idf(term), 3),
-                        "fields": {
-                            field: count for field, count in zip(FIELDS, counts, strict=True) if count
-                        },
+                        "fields": fields,
                         "adds": round(adds, 3),
                     },
                 )

@@ -166,15 +166,15 @@ def test_a_name_several_servers_use_finds_each_of_their_tools_first() -> None:
     jira = server(
         "jira",
         tool(
-            "new_issue",
-            "Create an issue. Creates a new issue in Jira: create, track and triage issues.",
+            "issue_create",
+            "Create an issue. Creates an issue in Jira: create, track and triage issues.",
             summary="Issue summary",
         ),
     )
     words_only = index(GITHUB, gitlab, jira, FILES).find("create issue")
-    assert names(words_only)[0] == "jira_new_issue"
+    assert names(words_only)[0] == "jira_issue_create"
     found = index(GITHUB, gitlab, jira, FILES).find("create_issue")
-    assert names(found)[:3] == ["github_create_issue", "gitlab_create_issue", "jira_new_issue"]
+    assert names(found)[:3] == ["github_create_issue", "gitlab_create_issue", "jira_issue_create"]
     assert all(hit.coverage == 1.0 for hit in found.hits[:2])
     assert names(index(GITHUB, gitlab).find("create_issue", server="gitlab")) == ["gitlab_create_issue"]
     # the exposed name picks the one tool
@@ -211,3 +211,25 @@ def test_each_field_counts_by_its_weight() -> None:
     scores = [hit.score for hit in found.hits]
     assert scores == sorted(scores, reverse=True)
     assert len(set(scores)) == 5  # no tie left to the names
+
+
+def test_a_need_counts_once_however_many_of_its_synonyms_a_tool_uses() -> None:
+    boards = server(
+        "boards",
+        tool("create_board", "Create a board."),
+        tool(
+            "add_item",
+            "Add a new item to a board: make an entry, add a row, insert new cards into the board.",
+            board_id="The board",
+        ),
+    )
+    # "create" is matched by itself, or by its best synonym (add, new, make) at half
+    # weight: not by all three of them added up
+    idx = index(boards, FILES)
+    found = idx.find("create a board")
+    assert names(found)[:2] == ["boards_create_board", "boards_add_item"]
+    explained = idx.explain("create a board", found.hits[1].doc)
+    assert [(term["term"], term["synonym_of"]) for term in explained["terms"]] == [
+        ("board", None),
+        ("add", "creat"),
+    ]
