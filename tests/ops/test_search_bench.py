@@ -107,5 +107,5 @@ def test_the_fusion_s_depth_is_compared_when_asked(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     recall = json.loads(out.read_text())["recall"]
     assert recall["fused@20"] == recall["fused"]  # assern's own depth is 20
-    assert recall["fused@50"]["all"]["recall@5"] > 0
-    assert "fused@50   all" in done.stdout
+    assert recall["fused@50"]["all both both"]["recall@5"] > 0
+    assert "fused@50   all both both" in done.stdout
