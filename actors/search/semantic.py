@@ -50,8 +50,10 @@ MODEL = "wordllama-l2_supercat-256"
 #: reciprocal rank fusion's constant (the value of the original paper)
 RRF_K = 60
 #: how much the semantic ranking counts in the fusion, the word ranking counting 1: the
-#: words rank better on their own on the labelled benchmark (ops/bench/search/:
-#: Recall@5 0.85 against 0.75), and at 0.5 the fusion finds more than either (0.87)
+#: words rank better on their own on the labelled benchmark (ops/bench/search/, its
+#: first 183 queries: Recall@5 0.85 against 0.75), and at 0.5 the fusion found more than
+#: either (0.87); on tasks taken from the servers' READMEs it does not (see
+#: docs/search-evaluation.md)
 SEMANTIC_WEIGHT = 0.5
 #: how many tools each ranking offers the fusion: on the labelled benchmark 20 finds as
 #: much as 50 did (Recall@5 0.874 against 0.869, Recall@10 0.929 both) in half the time

@@ -6,7 +6,7 @@ the per-call overhead through `assern serve` with validation off, warn and stric
     python ops/bench/gate/run.py --json out.json
 
 1. Tokens of tools/list (4 bytes a token, as assern estimates) for the same catalog (the
-   715 real tools of ops/bench/search/fixtures) in each exposure: all, grouped (text and
+   real tools of ops/bench/search/fixtures) in each exposure: all, grouped (text and
    TOON action tables) and search.
 2. Validation in process: building that catalog with its schemas checked (against
    their meta-schemas; each is compiled on its tool's first call), the first call of a
