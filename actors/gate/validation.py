@@ -84,14 +84,16 @@ class Check:
             outside `fields` unknown, as a model's typo usually is.
         problem: Why compiling failed, once it did (the schema is then not checked).
         told: Whether that failure was reported (see gate.py).
-        plain: The schema's checker in Python when it is plain (None: only the compiler
-            can check it); see plain_schema.py.
+        plain: Whether the schema is plain (see plain_schema.py): its values are then
+            checked in Python, by a checker built on the first check (a catalog holds
+            checkers only for the tools that were called, as it holds compiled schemas).
     """
 
     schema: Mapping[str, Any]
     fields: tuple[str, ...] = ()
     open: bool = True
-    plain: PlainCheck | None = None
+    plain: bool = False
+    _plain_check: PlainCheck | None = None
     problem: str | None = None
     told: bool = False
     _validator: Any = None
@@ -108,7 +110,14 @@ class Check:
     def plainly_valid(self, value: Any, *, unknown_fields: bool = True) -> bool:
         """Whether `value` is known valid without the compiler (a plain schema's check,
         and with `unknown_fields` the strict check's rule on unnamed fields)."""
-        if self.plain is None or not self.plain(value):
+        if not self.plain:
+            return False
+        if self._plain_check is None:
+            self._plain_check = plain_checker(self.schema)
+            if self._plain_check is None:  # not plain after all: the compiler decides
+                self.plain = False
+                return False
+        if not self._plain_check(value):
             return False
         if unknown_fields and not self.open and isinstance(value, Mapping):
             return all(name in self.fields for name in value)
@@ -190,9 +199,9 @@ def check_schema(schema: Mapping[str, Any]) -> Check:
     Raises:
         InvalidSchema: it is not valid JSON Schema (the reason, in one line).
     """
-    plain = plain_checker(schema)
+    plain = plain_checker(schema) is not None  # the checker itself is built on first use
     dialect = schema.get("$schema")
-    if plain is None and (dialect is None or (isinstance(dialect, str) and dialect.rstrip("#") in _DIALECTS)):
+    if not plain and (dialect is None or (isinstance(dialect, str) and dialect.rstrip("#") in _DIALECTS)):
         try:
             _compiler().meta.validate(dict(schema))
         except _schema_errors() as exc:

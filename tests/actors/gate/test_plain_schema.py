@@ -127,7 +127,7 @@ def test_local_definitions_as_pydantic_writes_them() -> None:
 
 def test_check_schema_answers_a_plain_schema_without_the_compiler() -> None:
     check = check_schema(TOOL)
-    assert check.plain is not None
+    assert check.plain
     assert check.problems({"text": "hi"}) == []
     # the strict rule on unnamed fields still applies on the plain path
     assert check.problems({"text": "hi", "txt": "x"}) == ['$.txt: unknown field "txt"; did you mean `text`?']
