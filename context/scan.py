@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Sequence
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ import attrs
 import pathspec
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
     from pathlib import Path
 
 #: The ignore files read in every folder, in this order (a later file's rule wins).
@@ -275,4 +275,3 @@ def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) ->
             result.files.append(FoundFile(path=relative, size=info.st_size, mtime_ns=info.st_mtime_ns))
         pending.extend(reversed(subfolders))
     return result
-

@@ -29,7 +29,8 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    for package in ("supervisor", "actors", "actors/config", "actors/router", "actors/search", "app", "context"):
+    packages = ("supervisor", "actors", "actors/config", "actors/router", "actors/search", "app", "context")
+    for package in packages:
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").touch()
     return root

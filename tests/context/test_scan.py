@@ -148,7 +148,9 @@ def test_symlinks_are_not_followed_and_loops_are_safe(tmp_path: Path) -> None:
     assert _kept(root) == ["a.py", "pkg/b.py"]
 
 
-def test_an_unreadable_folder_is_skipped_and_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreadable_folder_is_skipped_and_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _tree(tmp_path, {"a.py": "x", "locked/b.py": "x"})
     real = os.scandir
 

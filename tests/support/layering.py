@@ -23,7 +23,7 @@ from pathlib import Path
 #: The folders that are installed as `assern.<folder>`.
 PACKAGES = ("supervisor", "actors", "app", "context", "examples")
 #: What `context/` may import of `actors/`: the pure text helpers, nothing with state.
-CONTEXT_MAY_IMPORT = ("assern.actors.search.text",)
+CONTEXT_OK = ("assern.actors.search.text",)
 #: Third-party names that only the MCP side of the project may import.
 MCP_LIBRARIES = ("mcp", "mcp_types", "pydantic")
 
@@ -138,7 +138,7 @@ def violations(root: Path) -> list[str]:
                 problems.append(f"{module} imports {target}: nothing under actors/ imports the shell")
             elif layer == "actors.config" and other.startswith("actors.") and other != "actors.config":
                 problems.append(f"{module} imports {target}: actors/config imports no other actor")
-            elif layer == "context" and other not in ("context", "supervisor") and target not in CONTEXT_MAY_IMPORT:
+            elif layer == "context" and other not in ("context", "supervisor") and target not in CONTEXT_OK:
                 problems.append(
                     f"{module} imports {target}: context/ imports only supervisor/ and actors/search/text"
                 )
