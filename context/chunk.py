@@ -247,14 +247,13 @@ def _name(node: tree_sitter.Node) -> str | None:
         return None  # a use of the type, not its definition
     if kind == "method_declaration" and node.child_by_field_name("receiver") is not None:
         receiver = _go_receiver(node)
-        name = _text(node.child_by_field_name("name"))
-        return f"{receiver}.{name}" if receiver else name
+        method = _text(node.child_by_field_name("name"))
+        return f"{receiver}.{method}" if receiver else method
     if kind == "singleton_method":
         return _text(node.child_by_field_name("name")) or None
     if kind == "namespace_definition":
         return _text(node.child_by_field_name("name")) or None
-    name = node.child_by_field_name("name")
-    return _text(name).replace("::", ".") or None if name is not None else None
+    return _text(node.child_by_field_name("name")).replace("::", ".") or None
 
 
 @attrs.frozen

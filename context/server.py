@@ -1,0 +1,219 @@
+"""`python -I -m assern.context --root ROOT`: the context server, an MCP server over stdio.
+
+Built on the official SDK's low-level `Server`, run under trio (anyio's trio backend).
+At start it opens (or rebuilds) the root's database, then serves at once while a
+background task brings the index in step with the files: the walk and every batch run
+in a worker thread (`trio.to_thread.run_sync`), so the trio loop keeps answering and a
+search made meanwhile answers from what is indexed so far, saying how much is pending.
+The tools' own work (SQLite, ranking) runs in worker threads too.
+
+Logs are JSON lines on stderr (stdout is the MCP wire); the instance that started the
+process keeps them with the backend's other output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# The SDK's import builds hundreds of pydantic models: with the collector off meanwhile
+# the process starts faster (the same as the instance's own start, see app/quick.py).
+gc.disable()
+import anyio  # noqa: E402
+import mcp_types as types  # noqa: E402
+import structlog  # noqa: E402
+import trio  # noqa: E402
+from mcp.server import NotificationOptions, Server, ServerRequestContext  # noqa: E402
+from mcp.server.stdio import stdio_server  # noqa: E402
+
+from assern.context.index import Indexer, batches, plan  # noqa: E402
+from assern.context.scan import DEFAULT_MAX_FILE_SIZE, ScanRules, SecretFilter, scan  # noqa: E402
+from assern.context.store import Store, database_path  # noqa: E402
+from assern.context.terms import Terms  # noqa: E402
+from assern.context.tools import READ_ONLY, TOOLS, Engine, IndexState, ToolError  # noqa: E402
+
+gc.enable()
+gc.freeze()
+
+INSTRUCTIONS = (
+    "This project's own code and docs, indexed and ranked: semantic_search finds the "
+    "chunks (definitions, sections) that answer a question or a name; get_context_for_prompt "
+    "gives the best snippets for a task within a token budget; get_file reads a file or "
+    "some of its lines. Prefer them to reading whole files."
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m assern.context", description=__doc__.split("\n")[0])
+    parser.add_argument("--root", required=True, help="the folder to index and serve")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="more files to leave out (gitignore syntax)",
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=int,
+        default=DEFAULT_MAX_FILE_SIZE,
+        metavar="BYTES",
+        help="larger files are left out",
+    )
+    parser.add_argument("--secret", action="append", default=[], metavar="GLOB", help="more secret files")
+    parser.add_argument("--db", help="the database (default: under $ASSERN_HOME/cache/context/)")
+    args = parser.parse_args(argv)
+    if args.max_file_size < 1:
+        parser.error("--max-file-size must be at least 1")
+    return args
+
+
+def assern_home(environ: dict[str, str]) -> Path:
+    """`$ASSERN_HOME`, else `~/.valksor/assern` (the instance's rule, actors/config/home.py;
+    the instance passes `--db` itself, this is for the process started on its own)."""
+    configured = environ.get("ASSERN_HOME")
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if configured:
+        return Path(os.path.join(home, configured[2:]) if configured.startswith("~/") else configured)
+    return Path(home) / ".valksor" / "assern"
+
+
+def configure_logging() -> None:
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
+log = structlog.get_logger("assern.context")
+
+
+class ContextServer:
+    """One root: its store, its index state and the MCP handlers answering from them."""
+
+    def __init__(self, root: Path, rules: ScanRules, db: Path) -> None:
+        self.root = root
+        self.rules = rules
+        self.store = Store(db)
+        if self.store.rebuilt:
+            log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
+        self.state = IndexState()
+        self.secret = SecretFilter(rules.secrets)
+        self.engine = Engine(root, self.store, Terms(), self.secret, self.state)
+        self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
+
+    async def keep_index(self) -> None:
+        """Bring the index in step with the files, one batch per transaction."""
+        started = time.monotonic()
+        found = await trio.to_thread.run_sync(
+            functools.partial(scan, self.root, self.rules, secret=self.secret)
+        )
+        for skipped in found.skipped:
+            log.info("context file skipped", path=skipped.path, reason=skipped.reason)
+        known = await trio.to_thread.run_sync(self.store.known)
+        todo = plan(found.files, known)
+        self.state.pending = len(todo.changed)
+        log.info(
+            "context index starting",
+            root=str(self.root),
+            files=len(found.files),
+            changed=len(todo.changed),
+            deleted=len(todo.deleted),
+        )
+        deleted: tuple[str, ...] = todo.deleted
+        for batch in batches(todo.changed) or [[]]:
+            problems = await trio.to_thread.run_sync(self.indexer.run_batch, batch, known, deleted)
+            deleted = ()
+            self.state.pending -= len(batch)
+            for path, problem in problems:
+                log.warning("context file not indexed", path=path, problem=problem)
+        self.state.complete = True
+        files, chunks = await trio.to_thread.run_sync(self.store.counts)
+        log.info(
+            "context index complete",
+            files=files,
+            chunks=chunks,
+            reindexed=len(todo.changed),
+            deleted=len(todo.deleted),
+            seconds=round(time.monotonic() - started, 3),
+        )
+
+    async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=name,
+                    description=tool["description"],
+                    input_schema=tool["inputSchema"],
+                    output_schema=tool.get("outputSchema"),
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=READ_ONLY["readOnlyHint"],
+                        destructive_hint=READ_ONLY["destructiveHint"],
+                        idempotent_hint=READ_ONLY["idempotentHint"],
+                        open_world_hint=READ_ONLY["openWorldHint"],
+                    ),
+                )
+                for name, tool in TOOLS.items()
+            ]
+        )
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            answer = await trio.to_thread.run_sync(self.engine.call, params.name, params.arguments)
+        except ToolError as exc:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=str(exc))], is_error=True
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text) for text in answer.texts],
+            structured_content=answer.structured,
+        )
+
+    def build(self) -> Server[Any]:
+        return Server(
+            "context",
+            version="1.0.0",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+
+async def serve(context: ContextServer) -> None:
+    """Serve MCP on stdio while the index is brought in step; close the store at the end."""
+    server = context.build()
+    options = server.create_initialization_options(NotificationOptions())
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(context.keep_index)
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, options)
+            nursery.cancel_scope.cancel()
+    finally:
+        context.store.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    configure_logging()
+    root = Path(args.root).resolve()
+    if not root.is_dir():
+        print(f"assern.context: --root {args.root!r} is not a folder", file=sys.stderr)
+        raise SystemExit(2)
+    db = Path(args.db) if args.db else database_path(assern_home(dict(os.environ)), root)
+    rules = ScanRules(
+        exclude=tuple(args.exclude), max_file_size=args.max_file_size, secrets=tuple(args.secret)
+    )
+    anyio.run(serve, ContextServer(root, rules, db), backend="trio")
