@@ -84,7 +84,7 @@ def parse_query(text: str, terms: Terms) -> Query:
     qualified = set()
     for identifier in identifiers(text):
         parts = tuple(_key(part) for part in re.split(r"\.|::|->", identifier) if _key(part))
-        keys.update(parts)
+        keys.update(part for part in parts if part not in STOP_WORDS and len(part) > 1)
         if len(parts) > 1:
             qualified.add(parts)
     wants = frozenset(role for role, asking in ASKS_FOR.items() if asking & set(plain))

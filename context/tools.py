@@ -402,7 +402,7 @@ class Engine:
         for path in order:
             if file_role(path) == "test":
                 continue
-            tests = [test for test in tests_beside(path) if test in paths and test not in chosen]
+            tests = [test for test in sibling_tests(path) if test in paths and test not in chosen]
             if not tests:
                 stem = posixpath.basename(path).split(".")[0]
                 names = set(_test_names(stem))
@@ -467,7 +467,7 @@ def _test_names(stem: str) -> list[str]:
     ]
 
 
-def tests_beside(path: str) -> list[str]:
+def sibling_tests(path: str) -> list[str]:
     """The usual paths of `path`'s tests beside it (`x_test.go`, `x.test.ts`, `tests/test_x.py`)."""
     folder, name = posixpath.split(path)
     stem = name.split(".")[0]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,7 +155,7 @@ def test_an_unreadable_folder_is_skipped_and_reported(
     _tree(tmp_path, {"a.py": "x", "locked/b.py": "x"})
     real = os.scandir
 
-    def scandir(path: str):  # the tests run as root, who reads every folder
+    def scandir(path: str) -> Any:  # the tests run as root, who reads every folder
         if path.endswith("locked"):
             raise PermissionError(13, "Permission denied")
         return real(path)
