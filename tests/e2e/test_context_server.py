@@ -66,7 +66,7 @@ async def _indexed(client: Client, files: int) -> dict[str, Any]:
         while True:
             result = await client.call_tool("code_semantic_search", {"query": "retry backoff"})
             assert result.is_error is False, _text(result)
-            structured = result.structured_content
+            structured: dict[str, Any] | None = result.structured_content
             assert structured is not None
             if structured["index"] == {"files": files, "pending": 0}:
                 return structured
