@@ -37,6 +37,9 @@ WINDOW = 50
 OVERLAP = 10
 #: A definition longer than this is cut into windows (each keeps its symbol).
 MAX_LINES = 150
+#: Syntax-tree depth below which no definition is looked for (deeply nested
+#: expressions of generated code would otherwise exhaust the stack).
+MAX_DEPTH = 80
 
 
 @attrs.frozen(kw_only=True)
@@ -268,17 +271,19 @@ class _Definition:
 def _definitions(root: tree_sitter.Node, spec: Language) -> list[_Definition]:
     found: list[_Definition] = []
 
-    def visit(node: tree_sitter.Node, scope: tuple[str, ...]) -> int | None:
+    def visit(node: tree_sitter.Node, scope: tuple[str, ...], depth: int = 0) -> int | None:
         """Collect the definitions below `node`; the first one's start line, if any."""
+        if depth > MAX_DEPTH:
+            return None  # deep expressions (generated code) hold no definitions we name
         first: int | None = None
         for child in node.named_children:
             kind = child.type
             start: int | None
             if kind in spec.functions or kind in spec.containers:
                 name = _name(child)
-                start = visit(child, scope) if name is None else _add(child, name, scope)
+                start = visit(child, scope, depth + 1) if name is None else _add(child, name, scope)
             else:
-                start = visit(child, scope)
+                start = visit(child, scope, depth + 1)
             if start is not None and first is None:
                 first = start
         return first

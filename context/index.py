@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from assern.context.chunk import chunk_file
+from assern.context.chunk import chunk_file, windows
 from assern.context.scan import SNIFF_BYTES, FoundFile, looks_binary
 from assern.context.store import FileUpdate, content_hash
 
@@ -112,7 +112,12 @@ def prepare(root: Path, file: FoundFile, known: Known | None, terms: Terms, *, m
         )
         return Outcome(update=update)
     text = data.decode("utf-8", errors="replace")
-    chunks = chunk_file(file.path, text)
+    problem = None
+    try:
+        chunks = chunk_file(file.path, text)
+    except (RecursionError, ValueError, MemoryError) as exc:  # one odd file must not stop the index
+        chunks = list(windows(text.split("\n"), 1, text.count("\n") + 1))
+        problem = f"cut into line windows: its syntax tree could not be read ({type(exc).__name__})"
     path_terms = " ".join(terms.terms(file.path))
     chunk_terms = [
         (" ".join(terms.terms(chunk.symbol or "")), path_terms, " ".join(terms.terms(chunk.text)))
@@ -121,7 +126,7 @@ def prepare(root: Path, file: FoundFile, known: Known | None, terms: Terms, *, m
     update = FileUpdate(
         path=file.path, size=size, mtime_ns=mtime, hash=digest, chunks=chunks, terms=chunk_terms
     )
-    return Outcome(update=update)
+    return Outcome(update=update, problem=problem)
 
 
 class Indexer:

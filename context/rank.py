@@ -1,8 +1,10 @@
 """Ranking as a pipeline of pure functions: question → terms → candidates → re-rank → files.
 
-1. `parse_query`: the question's index terms (terms.py) and its "keys": each word, each
-   identifier as written with its words joined, and each run of two or three
+1. `parse_query`: the question's index terms (terms.py), its words' stems and its
+   "keys": each identifier as written with its words joined, and each run of two or three
    neighbouring words joined (so "retry policy" names `RetryPolicy` and `retry_policy`).
+   A name is named by a question when its words joined are a key, or when each of its
+   words is in the question ("where is the backoff decided" names `decide_backoff`).
    It also notes whether the question asks for tests, documentation or vendored code.
 2. The lexical candidates: the store's BM25 over the chunks' terms (store.py).
 3. `rerank`: code-aware signals multiply each candidate's BM25 score:
@@ -16,10 +18,12 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING
 
 import attrs
+import snowballstemmer
 
 from assern.actors.search.text import words
 from assern.context.store import Hit
@@ -58,7 +62,8 @@ class Query:
     Attributes:
         text: The question as asked.
         terms: Its index terms (what the lexical index is searched for).
-        keys: Words, identifiers and runs of words, each as lower-case words joined.
+        keys: Stems, identifiers and runs of two or three words, each as stems joined.
+        stems: The stems of its words (stop words left out).
         qualified: Identifiers written with a dot or `::` (`Retry.decide`), as keys.
         wants: The roles (test, docs, vendor, generated) the question asks for.
     """
@@ -66,25 +71,46 @@ class Query:
     text: str
     terms: tuple[str, ...]
     keys: frozenset[str]
+    stems: frozenset[str] = frozenset()
     qualified: frozenset[tuple[str, ...]] = frozenset()
     wants: frozenset[str] = frozenset()
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return "" if word in STOP_WORDS or len(word) < 2 else _STEMMER.stemWord(word)
+
+
+def _stems(text: str) -> tuple[str, ...]:
+    """The stems of the words of `text` that are not stop words."""
+    return tuple(stem for word in words(text) if (stem := _stem(word)))
+
+
 def _key(text: str) -> str:
-    return "".join(words(text))
+    return "".join(_stems(text))
+
+
+def names(text: str, query: Query) -> bool:
+    """Whether the question names `text` (a symbol's own name, a file or folder name):
+    its words joined are one of the question's keys, or each of its words is in it."""
+    stems = _stems(text)
+    return bool(stems) and ("".join(stems) in query.keys or set(stems) <= query.stems)
 
 
 def parse_query(text: str, terms: Terms) -> Query:
     """Analyse a question (step 1 of the module docstring)."""
-    plain = list(words(text))
-    keys = {word for word in plain if word not in STOP_WORDS and len(word) > 1}
-    content = [word for word in plain if word not in STOP_WORDS]
+    plain = words(text)
+    content = [stem for word in plain if (stem := _stem(word))]
+    keys = set(content)
     for size in (2, 3):
         keys.update("".join(content[i : i + size]) for i in range(len(content) - size + 1))
     qualified = set()
     for identifier in identifiers(text):
-        parts = tuple(_key(part) for part in re.split(r"\.|::|->", identifier) if _key(part))
-        keys.update(part for part in parts if part not in STOP_WORDS and len(part) > 1)
+        parts = tuple(key for part in re.split(r"\.|::|->", identifier) if (key := _key(part)))
+        keys.update(parts)
         if len(parts) > 1:
             qualified.add(parts)
     wants = frozenset(role for role, asking in ASKS_FOR.items() if asking & set(plain))
@@ -92,6 +118,7 @@ def parse_query(text: str, terms: Terms) -> Query:
         text=text,
         terms=tuple(terms.terms(text)),
         keys=frozenset(keys),
+        stems=frozenset(content),
         qualified=frozenset(qualified),
         wants=wants,
     )
@@ -138,22 +165,20 @@ def symbol_signal(hit: Hit, query: Query) -> tuple[float, str | None]:
     """x`SYMBOL` for a definition named in the question (x`QUALIFIED` more with its container)."""
     if hit.symbol is None or hit.kind in ("code", "text"):
         return 1.0, None
-    parts = tuple(_key(part) for part in hit.symbol.split(" > " if hit.kind == "section" else "."))
-    if not parts or parts[-1] not in query.keys:
+    parts = hit.symbol.split(" > " if hit.kind == "section" else ".")
+    if not names(parts[-1], query):
         return 1.0, None
-    if len(parts) > 1 and any(q == parts[-len(q) :] for q in query.qualified):
-        return SYMBOL * QUALIFIED, hit.symbol
-    if len(parts) > 1 and parts[-2] in query.keys:
+    keys = tuple(_key(part) for part in parts)
+    if len(parts) > 1 and (names(parts[-2], query) or any(q == keys[-len(q) :] for q in query.qualified)):
         return SYMBOL * QUALIFIED, hit.symbol
     return SYMBOL, hit.symbol
 
 
 def path_signal(path: str, query: Query) -> float:
-    """x`FILE_NAME` when the file's name is a key, x`FOLDER` when one of its folders is."""
+    """x`FILE_NAME` when the question names the file, x`FOLDER` when it names one of its folders."""
     parts = path.split("/")
-    stem = parts[-1].split(".")[0]
-    factor = FILE_NAME if _key(stem) in query.keys else 1.0
-    if any(_key(folder) in query.keys for folder in parts[:-1]):
+    factor = FILE_NAME if names(parts[-1].split(".")[0], query) else 1.0
+    if any(names(folder, query) for folder in parts[:-1]):
         factor *= FOLDER
     return factor
 

@@ -17,6 +17,7 @@ import argparse
 import functools
 import gc
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -113,7 +114,18 @@ class ContextServer:
         self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
 
     async def keep_index(self) -> None:
-        """Bring the index in step with the files, one batch per transaction."""
+        """Bring the index in step with the files; a database found broken on the way is
+        rebuilt (and logged) and the index made again, once."""
+        try:
+            await self.bring_in_step()
+        except sqlite3.DatabaseError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
+            await trio.to_thread.run_sync(self.store.rebuild, reason)
+            await self.bring_in_step()
+
+    async def bring_in_step(self) -> None:
+        """Index what changed since the database last saw the files, one batch per transaction."""
         started = time.monotonic()
         found = await trio.to_thread.run_sync(
             functools.partial(scan, self.root, self.rules, secret=self.secret)

@@ -9,8 +9,10 @@ the next start finds its files still changed and indexes them again.
 Tables: `files` (path, size, mtime, content hash and whether it was indexed or refused
 as binary or unreadable), `chunks` (lines, kind, symbol, text) and `lexical`, an FTS5
 table of each chunk's terms in three columns (symbol, path, body) ranked by SQLite's own
-BM25. The terms are computed by terms.py, never by FTS5's tokenizer, so that questions
-and code meet on the same stems and whole identifiers.
+BM25 (which picks the candidates of a query's rarer terms), then scored by BM25F over
+all its terms (bm25.py) with running field-length sums kept in `totals`. The terms are
+computed by terms.py, never by FTS5's tokenizer, so that questions and code meet on the
+same stems and whole identifiers.
 
 A database that cannot be opened or read (corrupted, or written by another schema) is
 moved aside and rebuilt; `Store.rebuilt` says so, for the log.
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from assern.context.bm25 import Stats, idf, score
 from assern.context.chunk import Chunk
 
 if TYPE_CHECKING:
@@ -36,10 +39,13 @@ if TYPE_CHECKING:
 
 
 #: Bumped whenever the tables or the terms change: an older database is rebuilt.
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
-#: BM25 weights of the lexical columns: a word in a symbol counts most, then the path.
-WEIGHTS = (4.0, 2.0, 1.0)
+#: Candidates come from the query's rarest terms, taken rarest first while the chunks
+#: holding them add up to at most this many (always at least one term): FTS5 scores
+#: every chunk a term matches, so a term found in a tenth of the tree would cost a
+#: scan of a tenth of it. Every query term then counts in the BM25F score (bm25.py).
+CANDIDATE_POSTINGS = 6000
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -62,6 +68,15 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks (file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5 (symbol, path, body, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS lexical_terms USING fts5vocab (lexical, 'row');
+CREATE TABLE IF NOT EXISTS totals (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    chunks INTEGER NOT NULL,
+    symbol INTEGER NOT NULL,
+    path INTEGER NOT NULL,
+    body INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO totals VALUES (1, 0, 0, 0, 0);
 """
 
 
@@ -200,6 +215,15 @@ class Store:
         row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         if row is None:
             return
+        gone = db.execute(
+            "SELECT count(*), total(length(symbol)), total(length(path)), total(length(body)) FROM lexical "
+            "WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)",
+            row,
+        ).fetchone()
+        db.execute(
+            "UPDATE totals SET chunks = chunks - ?, symbol = symbol - ?, path = path - ?, body = body - ?",
+            tuple(int(value) for value in gone),
+        )
         db.execute("DELETE FROM lexical WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", row)
         db.execute("DELETE FROM chunks WHERE file_id = ?", row)
         db.execute("DELETE FROM files WHERE id = ?", row)
@@ -228,6 +252,13 @@ class Store:
                 "INSERT INTO lexical (rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
                 (cursor.lastrowid, symbol, path, body),
             )
+        lengths = [sum(len(field) for field in fields) for fields in zip(*update.terms, strict=True)]
+        if lengths:
+            db.execute(
+                "UPDATE totals SET chunks = chunks + ?, symbol = symbol + ?, path = path + ?, "
+                "body = body + ?",
+                (len(update.terms), *lengths),
+            )
 
     # -- the tools' side ----------------------------------------------------------------
 
@@ -238,28 +269,61 @@ class Store:
             chunks = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
         return files, chunks
 
+    def stats(self) -> Stats:
+        """The collection's size and average field lengths, for BM25F."""
+        with self._lock:
+            chunks, *sums = self._db.execute("SELECT chunks, symbol, path, body FROM totals").fetchone()
+        count = max(chunks, 1)
+        return Stats(chunks=chunks, average=(sums[0] / count, sums[1] / count, sums[2] / count))
+
     def search(self, terms: Sequence[str], *, limit: int, path_glob: str | None = None) -> list[Hit]:
-        """The chunks holding any of `terms`, best BM25 first (at most `limit`).
+        """The chunks holding the query's terms, best BM25F first (at most `limit`).
 
         Args:
             terms: Index terms (terms.py); each is matched as a whole token.
             limit: How many chunks at most.
             path_glob: Only chunks of files whose path matches this fnmatch glob.
         """
-        if not terms:
+        unique = list(dict.fromkeys(terms))
+        if not unique:
             return []
-        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in dict.fromkeys(terms))
-        sql = (
-            "SELECT chunks.id, files.path, chunks.start_line, chunks.end_line, chunks.kind, "
-            "chunks.symbol, chunks.text, "
-            f"bm25(lexical, {', '.join(map(str, WEIGHTS))}) AS rank "
-            "FROM lexical JOIN chunks ON chunks.id = lexical.rowid JOIN files ON files.id = chunks.file_id "
-            "WHERE lexical MATCH ? ORDER BY rank LIMIT ?"
-        )
-        # a path filter is applied after ranking, on a wider candidate list
+        stats = self.stats()
+        marks = ", ".join("?" * len(unique))
+        with self._lock:
+            found = self._db.execute(f"SELECT term, doc FROM lexical_terms WHERE term IN ({marks})", unique)
+            df: dict[str, int] = dict(found.fetchall())
+        present = sorted((term for term in unique if df.get(term)), key=lambda term: df[term])
+        if not present:
+            return []
+        rare = [present[0]]
+        postings = df[present[0]]
+        for term in present[1:]:
+            if postings + df[term] > CANDIDATE_POSTINGS:
+                break
+            rare.append(term)
+            postings += df[term]
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in rare)
+        # a path filter is applied to a wider candidate list
         wanted = limit if path_glob is None else max(limit * 20, 2000)
         with self._lock:
-            rows = self._db.execute(sql, (match, wanted)).fetchall()
+            ids = [
+                row[0]
+                for row in self._db.execute(
+                    "SELECT rowid FROM lexical WHERE lexical MATCH ? ORDER BY rank LIMIT ?", (match, wanted)
+                )
+            ]
+            rows = (
+                self._db.execute(
+                    "SELECT chunks.id, files.path, chunks.start_line, chunks.end_line, chunks.kind, "
+                    "chunks.symbol, chunks.text, lexical.symbol, lexical.path, lexical.body FROM chunks "
+                    "JOIN files ON files.id = chunks.file_id JOIN lexical ON lexical.rowid = chunks.id "
+                    f"WHERE chunks.id IN ({', '.join('?' * len(ids))})",
+                    ids,
+                ).fetchall()
+                if ids
+                else []
+            )
+        weights = {term: idf(df[term], stats.chunks) for term in present}
         hits = [
             Hit(
                 chunk_id=row[0],
@@ -269,12 +333,12 @@ class Store:
                 kind=row[4],
                 symbol=row[5],
                 text=row[6],
-                score=-row[7],
+                score=score(row[7:10], weights, stats),
             )
             for row in rows
+            if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)
         ]
-        if path_glob is not None:
-            hits = [hit for hit in hits if fnmatch.fnmatchcase(hit.path, path_glob)]
+        hits.sort(key=lambda hit: (-hit.score, hit.chunk_id))
         return hits[:limit]
 
     def paths(self) -> list[str]:

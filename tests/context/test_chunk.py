@@ -220,3 +220,9 @@ def test_language_by_name() -> None:
     assert language_of("Rakefile") == "ruby"
     assert language_of("notes.txt") is None
     assert language_of(".gitignore") is None
+
+
+def test_deeply_nested_code_does_not_exhaust_the_stack() -> None:
+    deep = "x = " + "(" * 3000 + "1" + ")" * 3000
+    chunks = chunk_file("generated.py", f"{deep}\n\ndef after():\n    pass\n")
+    assert [c.symbol for c in chunks if c.kind == "function"] == ["after"]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from assern.context.bm25 import Stats, idf, score
 from assern.context.rank import (
     DEMOTED,
     FILE_NAME,
     QUALIFIED,
     SYMBOL,
     file_role,
+    names,
     parse_query,
     path_signal,
     per_file,
@@ -49,10 +51,19 @@ def test_terms_split_identifiers_and_keep_them_whole() -> None:
 
 def test_parse_query_keys_and_wants() -> None:
     query = parse_query("where is the retry policy decided in Retry.decide tests?", Terms())
-    assert {"retry", "policy", "retrypolicy", "decide", "retrypolicydecided"} <= query.keys
-    assert ("retry", "decide") in query.qualified
+    assert {"retri", "polici", "retripolici", "decid", "retripolicidecid"} <= query.keys
+    assert ("retri", "decid") in query.qualified
     assert query.wants == {"test"}
     assert "where" not in query.keys
+    assert query.stems == {"retri", "polici", "decid", "test"}
+
+
+def test_a_name_is_named_by_its_words_in_any_order_or_form() -> None:
+    query = parse_query("where is the backoff decided?", Terms())
+    assert names("decide_backoff", query)
+    assert names("BackoffDecider", parse_query("the backoff decider", Terms()))
+    assert not names("decide_retry", query)
+    assert not names("is_the", query)  # stop words name nothing
 
 
 @pytest.mark.parametrize(
@@ -124,3 +135,20 @@ def test_per_file_keeps_the_best_chunks_of_each_file() -> None:
     scored = rerank([_hit("a", score=3, line=1), _hit("a", score=2, line=5), _hit("b", score=1)], query)
     assert [(s.hit.path, s.hit.start_line) for s in per_file(scored)] == [("a", 1), ("b", 1)]
     assert len(per_file(scored, limit=2)) == 3
+
+
+def test_bm25f_weighs_fields_lengths_and_rarity() -> None:
+    stats = Stats(chunks=100, average=(10.0, 10.0, 100.0))
+    weights = {"retri": idf(5, 100), "the": idf(90, 100)}
+    assert idf(5, 100) > idf(90, 100) > 0
+    in_symbol = score(("retri", "", ""), weights, stats)
+    in_body = score(("", "", "retri"), weights, stats)
+    assert in_symbol > in_body > 0
+    # the same count in a longer body counts less
+    assert score(("", "", "retri " + "x " * 200), weights, stats) < in_body
+    # more occurrences count more, with diminishing returns
+    twice = score(("", "", "retri retri"), weights, stats)
+    thrice = score(("", "", "retri retri retri"), weights, stats)
+    assert in_body < twice < thrice
+    assert thrice - twice < twice - in_body
+    assert score(("", "", "other"), weights, stats) == 0.0

@@ -205,3 +205,23 @@ def test_kill_9_in_the_middle_of_indexing_leaves_a_usable_database(tmp_path: Pat
     # the next start indexes the rest
     assert _index(root, store) == (20, 0)
     assert store.counts() == (30, 30)
+
+
+def test_a_file_the_chunker_fails_on_is_kept_in_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assern.context import index
+
+    def fail(path: str, text: str) -> list[object]:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(index, "chunk_file", fail)
+    root = tmp_path / "root"
+    _write(root, {"odd.py": "first_line = 1\nsecond_line = 2\n"})
+    store = Store(tmp_path / "db.sqlite3")
+    found = scan(root, ScanRules()).files
+    problems = Indexer(root, store, Terms(), max_file_size=1000).run_batch(found, {})
+    assert problems == [
+        ("odd.py", "cut into line windows: its syntax tree could not be read (RecursionError)")
+    ]
+    assert _search(store, "second_line") == ["odd.py"]
