@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 #: Bumped whenever the tables or the terms change: an older database is rebuilt.
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 #: Candidates come from the query's rarest terms, taken rarest first while the chunks
 #: holding them add up to at most this many (always at least one term): FTS5 scores

@@ -36,15 +36,20 @@ STOP_WORDS = frozenset(
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:(?:\.|::|->)[A-Za-z_$][A-Za-z0-9_$]*)*")
 
 
-class Terms:
-    """Turns text into terms; remembers the stem of every word it has seen (bounded)."""
+#: The tokens terms are made of: identifiers and numbers (`$` is part of JavaScript names).
+_TOKEN = re.compile(r"[A-Za-z0-9_$]+")
 
-    #: Past this many remembered words the memo is cleared (a guard for huge trees).
+
+class Terms:
+    """Turns text into terms; remembers the terms of every token it has seen (bounded)."""
+
+    #: Past this many remembered words or tokens a memo is cleared (a guard for huge trees).
     MEMO_LIMIT = 500_000
 
     def __init__(self) -> None:
         self._stemmer = snowballstemmer.stemmer("english")
         self._stems: dict[str, str] = {}
+        self._tokens: dict[str, tuple[str, ...]] = {}
 
     def stem(self, word: str) -> str:
         """The term of one lower-case word ("" for a stop word or a single letter)."""
@@ -56,10 +61,25 @@ class Terms:
             self._stems[word] = stem
         return stem
 
+    def token(self, token: str) -> tuple[str, ...]:
+        """The terms of one identifier or number: its words' stems, then, for an
+        identifier of several words, those words joined."""
+        found = self._tokens.get(token)
+        if found is None:
+            parts = words(token)
+            found = tuple(stem for word in parts if (stem := self.stem(word)))
+            if len(parts) > 1:
+                found += ("".join(parts),)
+            if len(self._tokens) >= self.MEMO_LIMIT:
+                self._tokens.clear()
+            self._tokens[token] = found
+        return found
+
     def terms(self, text: str) -> list[str]:
-        """Every term of `text` in order, repeats kept: stems, then whole identifiers."""
-        found = [stem for word in words(text) if (stem := self.stem(word))]
-        found += compounds(text)
+        """Every term of `text` in order, repeats kept (term frequency counts them)."""
+        found: list[str] = []
+        for token in _TOKEN.findall(text):
+            found.extend(self._tokens.get(token) or self.token(token))
         return found
 
 
