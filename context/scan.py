@@ -177,10 +177,12 @@ class Skipped:
 
 @attrs.mutable
 class ScanResult:
-    """The files a walk keeps, in walk order, and what it skipped for a reason."""
+    """The files a walk keeps, in walk order, what it skipped for a reason, and the
+    folders it entered (relative, "" for the root: what a watcher watches)."""
 
     files: list[FoundFile] = attrs.Factory(list)
     skipped: list[Skipped] = attrs.Factory(list)
+    folders: list[str] = attrs.Factory(list)
 
 
 @attrs.frozen
@@ -214,6 +216,56 @@ def _read_ignore_files(folder: str, base: str) -> _Rules | None:
     return _Rules(base, pathspec.GitIgnoreSpec.from_lines(lines)) if lines else None
 
 
+def _enters(path: str, relative: str, checks: Sequence[_Rules], secret: SecretFilter) -> bool:
+    """Whether the walk enters the folder at `relative`."""
+    name = relative.rsplit("/", 1)[-1]
+    if name in NEVER_DIRS or name.endswith(".egg-info"):
+        return False
+    if os.path.exists(os.path.join(path, "pyvenv.cfg")):
+        return False
+    return not (_verdict(checks, relative, True) or secret(relative + "/"))
+
+
+def _keeps(relative: str, checks: Sequence[_Rules], secret: SecretFilter) -> bool:
+    """Whether the walk keeps the regular file at `relative` (its size aside)."""
+    if _verdict(checks, relative, False) or secret(relative):
+        return False
+    return os.path.splitext(relative)[1].lower() not in BINARY_SUFFIXES
+
+
+def check_file(root: Path, rules: ScanRules, relative: str, *, secret: SecretFilter) -> FoundFile | None:
+    """What `scan` would say of the one file at `relative`: kept (with its stat) or not.
+
+    The ignore files of every folder above it are read again, so a watcher can judge a
+    changed file without walking the whole root.
+    """
+    top = os.fspath(root)
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    exclude = _Rules("", pathspec.GitIgnoreSpec.from_lines(rules.exclude)) if rules.exclude else None
+    stack: tuple[_Rules, ...] = ()
+    base = ""
+    for index in range(len(parts)):
+        folder = os.path.join(top, base) if base else top
+        if base and not _enters(folder, base, (*stack, exclude) if exclude else stack, secret):
+            return None
+        own = _read_ignore_files(folder, base)
+        stack = (*stack, own) if own else stack
+        if index < len(parts) - 1:
+            base = f"{base}/{parts[index]}" if base else parts[index]
+    checks = (*stack, exclude) if exclude else stack
+    try:
+        info = os.lstat(os.path.join(top, relative))
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode) or not _keeps(relative, checks, secret):
+        return None
+    if info.st_size > rules.max_file_size:
+        return None
+    return FoundFile(path=relative, size=info.st_size, mtime_ns=info.st_mtime_ns)
+
+
 def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) -> ScanResult:
     """Walk `root` and keep every file that is to be indexed.
 
@@ -241,6 +293,7 @@ def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) ->
         except OSError as exc:
             result.skipped.append(Skipped(path=relative_dir or ".", reason=f"unreadable: {exc.strerror}"))
             continue
+        result.folders.append(relative_dir)
         checks = (*stack, exclude) if exclude else stack
         subfolders: list[tuple[str, tuple[_Rules, ...]]] = []
         for entry in entries:
@@ -252,20 +305,14 @@ def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) ->
             if stat.S_ISLNK(info.st_mode):
                 continue  # never followed (module docstring)
             if stat.S_ISDIR(info.st_mode):
-                if entry.name in NEVER_DIRS or entry.name.endswith(".egg-info"):
-                    continue
-                if os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
-                    continue
-                if _verdict(checks, relative, True) or secret(relative + "/"):
+                if not _enters(entry.path, relative, checks, secret):
                     continue
                 own = _read_ignore_files(entry.path, relative)
                 subfolders.append((relative, (*stack, own) if own else stack))
                 continue
             if not stat.S_ISREG(info.st_mode):
                 continue  # sockets, fifos, devices
-            if _verdict(checks, relative, False) or secret(relative):
-                continue
-            if os.path.splitext(entry.name)[1].lower() in BINARY_SUFFIXES:
+            if not _keeps(relative, checks, secret):
                 continue
             if info.st_size > rules.max_file_size:
                 result.skipped.append(

@@ -14,8 +14,8 @@ process keeps them with the backend's other output.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
-import gc
 import os
 import sqlite3
 import sys
@@ -23,24 +23,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-# The SDK's import builds hundreds of pydantic models: with the collector off meanwhile
-# the process starts faster (the same as the instance's own start, see app/quick.py).
-gc.disable()
-import anyio  # noqa: E402
-import mcp_types as types  # noqa: E402
-import structlog  # noqa: E402
-import trio  # noqa: E402
-from mcp.server import NotificationOptions, Server, ServerRequestContext  # noqa: E402
-from mcp.server.stdio import stdio_server  # noqa: E402
+import anyio
+import mcp_types as types
+import structlog
+import trio
+import watchfiles
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
 
-from assern.context.index import Indexer, batches, plan  # noqa: E402
-from assern.context.scan import DEFAULT_MAX_FILE_SIZE, ScanRules, SecretFilter, scan  # noqa: E402
-from assern.context.store import Store, database_path  # noqa: E402
-from assern.context.terms import Terms  # noqa: E402
-from assern.context.tools import READ_ONLY, TOOLS, Engine, IndexState, ToolError  # noqa: E402
-
-gc.enable()
-gc.freeze()
+from assern.context.index import Indexer, batches, plan
+from assern.context.scan import (
+    DEFAULT_MAX_FILE_SIZE,
+    IGNORE_FILES,
+    ScanRules,
+    SecretFilter,
+    check_file,
+    scan,
+)
+from assern.context.store import Store, database_path
+from assern.context.terms import Terms
+from assern.context.tools import READ_ONLY, TOOLS, Engine, IndexState, ToolError
 
 INSTRUCTIONS = (
     "This project's own code and docs, indexed and ranked: semantic_search finds the "
@@ -69,6 +71,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--secret", action="append", default=[], metavar="GLOB", help="more secret files")
     parser.add_argument("--db", help="the database (default: under $ASSERN_HOME/cache/context/)")
+    parser.add_argument(
+        "--no-watch", action="store_true", help="index once at start, without watching the files afterwards"
+    )
     args = parser.parse_args(argv)
     if args.max_file_size < 1:
         parser.error("--max-file-size must be at least 1")
@@ -98,13 +103,41 @@ def configure_logging() -> None:
 
 log = structlog.get_logger("assern.context")
 
+#: Milliseconds of file events the watcher gathers into one batch (a burst, such as a
+#: checkout of many files, arrives as one).
+WATCH_DEBOUNCE_MS = 300
+#: A batch naming more paths than this walks the whole root instead of judging each.
+BURST = 200
+
+
+def classify(
+    root: Path, changes: set[tuple[watchfiles.Change, str]], watched: set[str]
+) -> tuple[list[str], bool]:
+    """The relative paths one batch of events names, and whether it calls for a walk of
+    the whole root: more than `BURST` paths, an ignore file, or a folder come or gone."""
+    top = os.fspath(root)
+    paths = {os.path.relpath(path, top).replace(os.sep, "/") for _, path in changes}
+    paths = {path for path in paths if path != "." and not path.startswith("../")}
+    walk = len(paths) > BURST or any(
+        path.rsplit("/", 1)[-1] in IGNORE_FILES
+        or os.path.join(top, path) in watched
+        or os.path.isdir(os.path.join(top, path))
+        for path in paths
+    )
+    return sorted(paths), walk
+
 
 class ContextServer:
     """One root: its store, its index state and the MCP handlers answering from them."""
 
-    def __init__(self, root: Path, rules: ScanRules, db: Path) -> None:
+    def __init__(self, root: Path, rules: ScanRules, db: Path, *, watch: bool = True) -> None:
         self.root = root
         self.rules = rules
+        self.watch_files = watch
+        #: the folders the last walk entered (what the watcher watches)
+        self.folders: list[str] = []
+        #: the skipped paths already logged
+        self.told: set[str] = set()
         self.store = Store(db)
         if self.store.rebuilt:
             log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
@@ -114,8 +147,9 @@ class ContextServer:
         self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
 
     async def keep_index(self) -> None:
-        """Bring the index in step with the files; a database found broken on the way is
-        rebuilt (and logged) and the index made again, once."""
+        """Bring the index in step with the files, then keep it there with a file watcher
+        (unless `watch` is off). A database found broken on the way is rebuilt (and
+        logged) and the index made again, once."""
         try:
             await self.bring_in_step()
         except sqlite3.DatabaseError as exc:
@@ -123,6 +157,71 @@ class ContextServer:
             log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
             await trio.to_thread.run_sync(self.store.rebuild, reason)
             await self.bring_in_step()
+        if self.watch_files:
+            await self.watch()
+
+    async def watch(self) -> None:
+        """Re-index what the file events of the watched folders name, batch by batch.
+
+        Only the folders the walk entered are watched, each on its own (never
+        `node_modules/` or another ignored folder). watchfiles coalesces the events of
+        `WATCH_DEBOUNCE_MS`; a batch that adds or removes a folder, touches an ignore
+        file or holds more than `BURST` paths walks the root again (which also changes
+        the watched folders); any other batch re-judges only the paths it names.
+        """
+        while True:
+            folders = list(self.folders)
+            watched = {
+                os.path.join(self.root, folder) if folder else os.fspath(self.root) for folder in folders
+            }
+            self.state.watching = True
+            log.info("context watcher started", folders=len(watched))
+            try:
+                async with contextlib.aclosing(
+                    watchfiles.awatch(
+                        *sorted(watched),
+                        watch_filter=None,
+                        recursive=False,
+                        debounce=WATCH_DEBOUNCE_MS,
+                        ignore_permission_denied=True,
+                    )
+                ) as events:
+                    async for changes in events:
+                        if await self.take(changes, watched):
+                            break  # the folders changed: watch the new set
+                    else:
+                        return
+            except (OSError, RuntimeError) as exc:  # no inotify left, a folder gone meanwhile
+                self.state.watching = False
+                log.warning("context watcher stopped", error=f"{type(exc).__name__}: {exc}")
+                return
+
+    async def take(self, changes: set[tuple[watchfiles.Change, str]], watched: set[str]) -> bool:
+        """Bring the index in step with one batch of file events; True when the watched
+        folders must change."""
+        paths, walk = await trio.to_thread.run_sync(classify, self.root, changes, watched)
+        if walk:
+            before = set(self.folders)
+            await self.bring_in_step()
+            return set(self.folders) != before
+        if paths:
+            await trio.to_thread.run_sync(self.reindex, paths)
+        return False
+
+    def reindex(self, paths: list[str]) -> None:
+        """Judge each path again and index, re-index or drop it (blocking)."""
+        known = self.store.known()
+        kept = [
+            found for path in paths if (found := check_file(self.root, self.rules, path, secret=self.secret))
+        ]
+        kept_paths = {found.path for found in kept}
+        todo = plan(kept, {path: known[path] for path in kept_paths if path in known})
+        gone = [path for path in paths if path in known and path not in kept_paths]
+        problems = self.indexer.run_batch(todo.changed, known, gone)
+        for path, problem in problems:
+            log.warning("context file not indexed", path=path, problem=problem)
+        if todo.changed or gone:
+            log.info("context files updated", indexed=len(todo.changed), deleted=len(gone))
 
     async def bring_in_step(self) -> None:
         """Index what changed since the database last saw the files, one batch per transaction."""
@@ -130,8 +229,11 @@ class ContextServer:
         found = await trio.to_thread.run_sync(
             functools.partial(scan, self.root, self.rules, secret=self.secret)
         )
+        self.folders = found.folders
         for skipped in found.skipped:
-            log.info("context file skipped", path=skipped.path, reason=skipped.reason)
+            if skipped.path not in self.told:  # once per path and process
+                self.told.add(skipped.path)
+                log.info("context file skipped", path=skipped.path, reason=skipped.reason)
         known = await trio.to_thread.run_sync(self.store.known)
         todo = plan(found.files, known)
         self.state.pending = len(todo.changed)
@@ -228,4 +330,4 @@ def main(argv: list[str] | None = None) -> None:
     rules = ScanRules(
         exclude=tuple(args.exclude), max_file_size=args.max_file_size, secrets=tuple(args.secret)
     )
-    anyio.run(serve, ContextServer(root, rules, db), backend="trio")
+    anyio.run(serve, ContextServer(root, rules, db, watch=not args.no_watch), backend="trio")

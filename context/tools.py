@@ -204,6 +204,7 @@ class IndexState:
 
     pending: int = 0
     complete: bool = False
+    watching: bool = False
 
 
 @attrs.frozen(kw_only=True)

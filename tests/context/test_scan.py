@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from assern.context.scan import ScanRules, SecretFilter, looks_binary, scan
+from assern.context.scan import ScanRules, SecretFilter, check_file, looks_binary, scan
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -171,3 +171,38 @@ def test_files_keep_size_and_mtime(tmp_path: Path) -> None:
     os.utime(tmp_path / "a.py", ns=(1_000_000_000, 2_000_000_000))
     (found,) = scan(tmp_path, ScanRules()).files
     assert (found.size, found.mtime_ns) == (5, 2_000_000_000)
+
+
+def test_one_file_is_judged_as_the_whole_walk_judges_it(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {
+        ".gitignore": "*.log\nlogs/\n!keep.log\n",
+        "a.py": "x",
+        "debug.log": "x",
+        "keep.log": "x",
+        "logs/today.txt": "x",
+        "pkg/.gitignore": "!wanted.log\nlocal_only.py\n",
+        "pkg/wanted.log": "x",
+        "pkg/local_only.py": "x",
+        "pkg/deep/ok.py": "x",
+        "node_modules/x.js": "x",
+        "app.min.js": "x",
+        ".env": "x",
+        "big.txt": "x" * 2000,
+        "img.png": b"x",
+        "venv1/pyvenv.cfg": "x",
+        "venv1/lib.py": "x",
+    }
+    _tree(tmp_path, files)
+    rules = ScanRules(exclude=("*.min.js",), max_file_size=1000)
+    secret = SecretFilter()
+    kept = {found.path for found in scan(tmp_path, rules).files}
+    judged = {path for path in files if check_file(tmp_path, rules, path, secret=secret) is not None}
+    assert judged == kept
+    assert "pkg/deep/ok.py" in kept
+    assert check_file(tmp_path, rules, "../outside.py", secret=secret) is None
+    assert check_file(tmp_path, rules, "missing.py", secret=secret) is None
+
+
+def test_the_walk_lists_the_folders_it_entered(tmp_path: Path) -> None:
+    _tree(tmp_path, {"a/b/c.py": "x", "node_modules/d.js": "x", ".gitignore": "ignored/\n", "ignored/e.py": "x"})
+    assert scan(tmp_path, ScanRules()).folders == ["", "a", "a/b"]
