@@ -204,5 +204,7 @@ def test_one_file_is_judged_as_the_whole_walk_judges_it(tmp_path: Path) -> None:
 
 
 def test_the_walk_lists_the_folders_it_entered(tmp_path: Path) -> None:
-    _tree(tmp_path, {"a/b/c.py": "x", "node_modules/d.js": "x", ".gitignore": "ignored/\n", "ignored/e.py": "x"})
+    _tree(
+        tmp_path, {"a/b/c.py": "x", "node_modules/d.js": "x", ".gitignore": "ignored/\n", "ignored/e.py": "x"}
+    )
     assert scan(tmp_path, ScanRules()).folders == ["", "a", "a/b"]

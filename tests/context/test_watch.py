@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+import watchfiles
 
 from assern.context.scan import ScanRules
 from assern.context.server import BURST, ContextServer, classify
@@ -79,10 +80,10 @@ async def test_the_watcher_keeps_the_index_current(tmp_path: Path) -> None:
 
 def test_classify_asks_for_a_walk_only_when_needed(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
-    modified = 2
+    modified = watchfiles.Change.modified
     watched = {str(tmp_path), str(tmp_path / "gone")}
 
-    def events(*names: str) -> set[Any]:
+    def events(*names: str) -> set[tuple[watchfiles.Change, str]]:
         return {(modified, str(tmp_path / name)) for name in names}
 
     assert classify(tmp_path, events("a.py", "b/c.py"), watched) == (["a.py", "b/c.py"], False)
