@@ -5,7 +5,8 @@ At start it opens (or rebuilds) the root's database, then serves at once while a
 background task brings the index in step with the files: the walk and every batch run
 in a worker thread (`trio.to_thread.run_sync`), so the trio loop keeps answering and a
 search made meanwhile answers from what is indexed so far, saying how much is pending.
-The tools' own work (SQLite, ranking) runs in worker threads too.
+Then a file watcher keeps it current (`ContextServer.watch`). The tools' own work
+(SQLite, ranking) runs in worker threads too.
 
 Logs are JSON lines on stderr (stdout is the MCP wire); the instance that started the
 process keeps them with the backend's other output.
@@ -53,7 +54,9 @@ INSTRUCTIONS = (
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m assern.context", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m assern.context", description="The context server: an MCP server over stdio."
+    )
     parser.add_argument("--root", required=True, help="the folder to index and serve")
     parser.add_argument(
         "--exclude",
