@@ -30,7 +30,7 @@ from assern.context.store import Hit
 from assern.context.terms import STOP_WORDS, identifiers
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Collection, Iterable, Sequence
 
     from assern.context.terms import Terms
 
@@ -189,16 +189,25 @@ def role_signal(path: str, query: Query) -> float:
     return 1.0 if role is None or role in query.wants else DEMOTED[role]
 
 
-def rerank(hits: Iterable[Hit], query: Query, *, signals: bool = True) -> list[Scored]:
-    """Each candidate scored by BM25 times its signals, best first (step 3)."""
+#: The re-ranking signals by name (what `rerank`'s `signals` and the server's
+#: ASSERN_CONTEXT_RERANK_DISABLE name).
+SIGNALS = ("symbol", "path", "role")
+
+
+def rerank(hits: Iterable[Hit], query: Query, *, signals: Collection[str] = SIGNALS) -> list[Scored]:
+    """Each candidate scored by BM25F times the named signals, best first (step 3)."""
     scored = []
     for hit in hits:
         score, because = hit.score, []
-        if signals:
+        if "symbol" in signals:
             factor, symbol = symbol_signal(hit, query)
             if symbol is not None:
                 because.append(symbol)
-            score *= factor * path_signal(hit.path, query) * role_signal(hit.path, query)
+            score *= factor
+        if "path" in signals:
+            score *= path_signal(hit.path, query)
+        if "role" in signals:
+            score *= role_signal(hit.path, query)
         scored.append(Scored(hit=hit, score=score, because=tuple(because)))
     scored.sort(key=lambda s: (-s.score, s.hit.path, s.hit.start_line))
     return scored

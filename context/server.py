@@ -33,6 +33,7 @@ from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
 from assern.context.index import Indexer, batches, plan
+from assern.context.rank import SIGNALS
 from assern.context.scan import (
     DEFAULT_MAX_FILE_SIZE,
     IGNORE_FILES,
@@ -81,6 +82,35 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.max_file_size < 1:
         parser.error("--max-file-size must be at least 1")
     return args
+
+
+#: The ranking the benchmark asks for (ops/bench/context/README.md): BM25F alone, or
+#: re-ranked (the default); "fused" needs vectors, which this server does not compute yet.
+RANKING_ENV = "ASSERN_CONTEXT_RANKING"
+#: One re-ranking signal to switch off, to measure what it brings (rank.SIGNALS).
+DISABLE_ENV = "ASSERN_CONTEXT_RERANK_DISABLE"
+
+
+def ranking_signals(environ: dict[str, str]) -> tuple[str, ...]:
+    """The re-ranking signals `environ` asks for.
+
+    Raises:
+        ValueError: an unknown ranking or signal, or "fused" (no vectors yet).
+    """
+    mode = environ.get(RANKING_ENV) or "reranked"
+    if mode == "fused":
+        raise ValueError(
+            f"{RANKING_ENV}=fused: ranking by meaning is not available in the context server yet "
+            "(only 'lexical' and 'reranked')"
+        )
+    if mode not in ("lexical", "reranked"):
+        raise ValueError(f"{RANKING_ENV}={mode!r}: expected 'lexical' or 'reranked'")
+    disabled = environ.get(DISABLE_ENV) or None
+    if disabled is not None and disabled not in SIGNALS:
+        raise ValueError(f"{DISABLE_ENV}={disabled!r}: expected one of {', '.join(SIGNALS)}")
+    if mode == "lexical":
+        return ()
+    return tuple(signal for signal in SIGNALS if signal != disabled)
 
 
 def assern_home(environ: dict[str, str]) -> Path:
@@ -133,7 +163,15 @@ def classify(
 class ContextServer:
     """One root: its store, its index state and the MCP handlers answering from them."""
 
-    def __init__(self, root: Path, rules: ScanRules, db: Path, *, watch: bool = True) -> None:
+    def __init__(
+        self,
+        root: Path,
+        rules: ScanRules,
+        db: Path,
+        *,
+        watch: bool = True,
+        signals: tuple[str, ...] = SIGNALS,
+    ) -> None:
         self.root = root
         self.rules = rules
         self.watch_files = watch
@@ -146,7 +184,7 @@ class ContextServer:
             log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
         self.state = IndexState()
         self.secret = SecretFilter(rules.secrets)
-        self.engine = Engine(root, self.store, Terms(), self.secret, self.state)
+        self.engine = Engine(root, self.store, Terms(), self.secret, self.state, signals=signals)
         self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
 
     async def keep_index(self) -> None:
@@ -329,8 +367,14 @@ def main(argv: list[str] | None = None) -> None:
     if not root.is_dir():
         print(f"assern.context: --root {args.root!r} is not a folder", file=sys.stderr)
         raise SystemExit(2)
+    try:
+        signals = ranking_signals(dict(os.environ))
+    except ValueError as exc:
+        print(f"assern.context: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     db = Path(args.db) if args.db else database_path(assern_home(dict(os.environ)), root)
     rules = ScanRules(
         exclude=tuple(args.exclude), max_file_size=args.max_file_size, secrets=tuple(args.secret)
     )
-    anyio.run(serve, ContextServer(root, rules, db, watch=not args.no_watch), backend="trio")
+    context = ContextServer(root, rules, db, watch=not args.no_watch, signals=signals)
+    anyio.run(serve, context, backend="trio")

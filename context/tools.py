@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import jsonschema_rs
 
-from assern.context.rank import Scored, file_role, parse_query, per_file, rerank
+from assern.context.rank import SIGNALS, Scored, file_role, parse_query, per_file, rerank
 from assern.context.scan import SNIFF_BYTES, looks_binary
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
 
     from assern.context.scan import SecretFilter
     from assern.context.store import Store
@@ -219,9 +219,17 @@ class Engine:
     """Answers the three tools for one root (blocking: call it from a worker thread)."""
 
     def __init__(
-        self, root: Path, store: Store, terms: Terms, secret: SecretFilter, state: IndexState
+        self,
+        root: Path,
+        store: Store,
+        terms: Terms,
+        secret: SecretFilter,
+        state: IndexState,
+        *,
+        signals: Collection[str] = SIGNALS,
     ) -> None:
         self.root = Path(os.path.realpath(root))
+        self.signals = tuple(signals)
         self.store = store
         self.terms = terms
         self.secret = secret
@@ -252,7 +260,8 @@ class Engine:
 
     def ranked(self, question: str, *, path: str | None = None) -> list[Scored]:
         query = parse_query(question, self.terms)
-        return rerank(self.store.search(query.terms, limit=CANDIDATES, path_glob=path), query)
+        hits = self.store.search(query.terms, limit=CANDIDATES, path_glob=path)
+        return rerank(hits, query, signals=self.signals)
 
     # -- semantic_search ----------------------------------------------------------------
 

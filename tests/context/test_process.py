@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from assern.context.rank import SIGNALS
+from assern.context.server import DISABLE_ENV, RANKING_ENV, ranking_signals
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -34,3 +38,26 @@ def test_a_file_is_no_root(tmp_path: Path) -> None:
     done = _run("--root", str(tmp_path / "file"))
     assert done.returncode == 2
     assert "is not a folder" in done.stderr
+
+
+def test_the_ranking_the_benchmark_asks_for() -> None:
+    assert ranking_signals({}) == SIGNALS
+    assert ranking_signals({RANKING_ENV: "reranked"}) == SIGNALS
+    assert ranking_signals({RANKING_ENV: "lexical"}) == ()
+    assert ranking_signals({DISABLE_ENV: "role"}) == ("symbol", "path")
+    with pytest.raises(ValueError, match="not available in the context server yet"):
+        ranking_signals({RANKING_ENV: "fused"})
+    with pytest.raises(ValueError, match="expected 'lexical' or 'reranked'"):
+        ranking_signals({RANKING_ENV: "best"})
+    with pytest.raises(ValueError, match="expected one of symbol, path, role"):
+        ranking_signals({DISABLE_ENV: "colour"})
+
+
+def test_fused_ranking_is_refused_clearly(tmp_path: Path) -> None:
+    command = [sys.executable, "-I", "-m", "assern.context", "--root", str(tmp_path)]
+    env = {**os.environ, RANKING_ENV: "fused"}
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=env
+    )
+    assert done.returncode == 2
+    assert "ASSERN_CONTEXT_RANKING=fused" in done.stderr
