@@ -141,6 +141,9 @@ log = structlog.get_logger("assern.context")
 WATCH_DEBOUNCE_MS = 300
 #: A batch naming more paths than this walks the whole root instead of judging each.
 BURST = 200
+#: Milliseconds after which the watcher answers even without events: its first answer
+#: says the watches are in place.
+WATCH_READY_MS = 300
 
 
 def classify(
@@ -198,8 +201,10 @@ class ContextServer:
             log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
             await trio.to_thread.run_sync(self.store.rebuild, reason)
             await self.bring_in_step()
-        if self.watch_files:
-            await self.watch()
+        if not self.watch_files:
+            self.state.ready = True
+            return
+        await self.watch()
 
     async def watch(self) -> None:
         """Re-index what the file events of the watched folders name, batch by batch.
@@ -209,14 +214,17 @@ class ContextServer:
         `WATCH_DEBOUNCE_MS`; a batch that adds or removes a folder, touches an ignore
         file or holds more than `BURST` paths walks the root again (which also changes
         the watched folders); any other batch re-judges only the paths it names.
+
+        A file saved between the first walk and the moment the watches are in place
+        would be missed: so once the watcher answers for the first time (events, or
+        `WATCH_READY_MS` of none), the root is walked again (stat only) before the index
+        counts as current (`IndexState.ready`).
         """
         while True:
             folders = list(self.folders)
             watched = {
                 os.path.join(self.root, folder) if folder else os.fspath(self.root) for folder in folders
             }
-            self.state.watching = True
-            log.info("context watcher started", folders=len(watched))
             try:
                 async with contextlib.aclosing(
                     watchfiles.awatch(
@@ -224,16 +232,28 @@ class ContextServer:
                         watch_filter=None,
                         recursive=False,
                         debounce=WATCH_DEBOUNCE_MS,
+                        rust_timeout=WATCH_READY_MS,
+                        yield_on_timeout=True,
                         ignore_permission_denied=True,
                     )
                 ) as events:
                     async for changes in events:
-                        if await self.take(changes, watched):
+                        if not self.state.watching:  # the watches are in place from here on
+                            self.state.watching = True
+                            log.info("context watcher started", folders=len(watched))
+                            if not self.state.ready:
+                                await self.bring_in_step()
+                                self.state.ready = True
+                                if set(self.folders) != set(folders):
+                                    break
+                        if changes and await self.take(changes, watched):
                             break  # the folders changed: watch the new set
                     else:
                         return
+                self.state.watching = False
             except (OSError, RuntimeError) as exc:  # no inotify left, a folder gone meanwhile
                 self.state.watching = False
+                self.state.ready = True
                 log.warning("context watcher stopped", error=f"{type(exc).__name__}: {exc}")
                 return
 

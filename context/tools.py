@@ -205,6 +205,13 @@ class IndexState:
     pending: int = 0
     complete: bool = False
     watching: bool = False
+    #: the first check of the tree is done (and the watcher, if any, is in place)
+    ready: bool = False
+
+    @property
+    def reported(self) -> int:
+        """`pending` as the tools say it: at least 1 until the index is known current."""
+        return self.pending if self.ready else max(self.pending, 1)
 
 
 @attrs.frozen(kw_only=True)
@@ -256,7 +263,7 @@ class Engine:
 
     def index_info(self) -> dict[str, int]:
         files, _ = self.store.counts()
-        return {"files": files, "pending": self.state.pending}
+        return {"files": files, "pending": self.state.reported}
 
     def ranked(self, question: str, *, path: str | None = None) -> list[Scored]:
         query = parse_query(question, self.terms)
@@ -423,10 +430,8 @@ class Engine:
             callers = self.callers(symbol, exclude=set(order))
             if callers:
                 hints.append(f"uses of {symbol}: {', '.join(callers)}")
-        if self.state.pending:
-            hints.append(
-                f"the index is still being built: {self.state.pending} files pending, so some may be missing"
-            )
+        if pending := self.state.reported:
+            hints.append(f"the index is still being built: {pending} files pending, so some may be missing")
         return hints
 
     def callers(self, symbol: str, *, exclude: set[str], limit: int = 3) -> list[str]:

@@ -81,7 +81,7 @@ def engine(tmp_path: Path) -> Engine:
     store = Store(tmp_path / "db.sqlite3")
     found = scan(root, ScanRules())
     Indexer(root, store, Terms(), max_file_size=1_000_000).run_batch(plan(found.files, {}).changed, {})
-    return Engine(root, store, Terms(), SecretFilter(), IndexState())
+    return Engine(root, store, Terms(), SecretFilter(), IndexState(ready=True))
 
 
 def _call(engine: Engine, tool: str, **arguments: Any) -> tuple[str, dict[str, Any] | None]:
@@ -264,3 +264,13 @@ def test_every_tool_is_read_only_and_structured_tools_declare_their_output() -> 
     assert "outputSchema" in TOOLS["get_context_for_prompt"]
     for tool in TOOLS.values():
         assert tool["inputSchema"]["additionalProperties"] is False
+
+
+def test_pending_is_never_zero_before_the_index_is_known_current(engine: Engine) -> None:
+    engine.state.ready = False
+    assert engine.index_info()["pending"] == 1
+    engine.state.pending = 12
+    assert engine.index_info()["pending"] == 12
+    engine.state.ready = True
+    engine.state.pending = 0
+    assert engine.index_info()["pending"] == 0

@@ -92,3 +92,28 @@ def test_classify_asks_for_a_walk_only_when_needed(tmp_path: Path) -> None:
     assert classify(tmp_path, events("gone"), watched)[1] is True  # a watched folder went
     assert classify(tmp_path, events(*(f"f{i}" for i in range(BURST + 1))), watched)[1] is True
     assert classify(tmp_path, {(modified, str(tmp_path.parent / "x"))}, watched) == ([], False)
+
+
+async def test_a_file_saved_while_the_watcher_starts_is_not_missed(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.py").write_text("def first_function():\n    pass\n")
+    server = ContextServer(root, ScanRules(), tmp_path / "db.sqlite3")
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.keep_index)
+            # the first walk is done, the watches are not in place yet: save a file now
+            with trio.fail_after(20):
+                while not server.state.complete:  # as soon as it is so
+                    await trio.lowlevel.checkpoint()
+            assert not server.state.ready
+            (root / "pkg").mkdir()
+            (root / "pkg" / "b.py").write_text("def first_racer():\n    pass\n")
+            (root / "c.py").write_text("def second_racer():\n    pass\n")
+            await _until(lambda: server.state.ready)
+            assert server.engine.index_info()["pending"] == 0
+            assert _where(server, "first_racer") == ["pkg/b.py"]
+            assert _where(server, "second_racer") == ["c.py"]
+            nursery.cancel_scope.cancel()
+    finally:
+        server.store.close()
