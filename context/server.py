@@ -182,6 +182,8 @@ class ContextServer:
         self.folders: list[str] = []
         #: the skipped paths already logged
         self.told: set[str] = set()
+        #: how many walks of the root were made
+        self.walks = 0
         self.store = Store(db)
         if self.store.rebuilt:
             log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
@@ -298,13 +300,17 @@ class ContextServer:
         known = await trio.to_thread.run_sync(self.store.known)
         todo = plan(found.files, known)
         self.state.pending = len(todo.changed)
-        log.info(
-            "context index starting",
-            root=str(self.root),
-            files=len(found.files),
-            changed=len(todo.changed),
-            deleted=len(todo.deleted),
-        )
+        # the first walk is always told; later ones (the watcher's) only when they find work
+        told = self.walks == 0 or bool(todo.changed or todo.deleted)
+        self.walks += 1
+        if told:
+            log.info(
+                "context index starting",
+                root=str(self.root),
+                files=len(found.files),
+                changed=len(todo.changed),
+                deleted=len(todo.deleted),
+            )
         deleted: tuple[str, ...] = todo.deleted
         for batch in batches(todo.changed) or [[]]:
             problems = await trio.to_thread.run_sync(self.indexer.run_batch, batch, known, deleted)
@@ -313,6 +319,8 @@ class ContextServer:
             for path, problem in problems:
                 log.warning("context file not indexed", path=path, problem=problem)
         self.state.complete = True
+        if not told:
+            return
         files, chunks = await trio.to_thread.run_sync(self.store.counts)
         log.info(
             "context index complete",
