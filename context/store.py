@@ -45,7 +45,7 @@ SCHEMA_VERSION = "3"
 #: holding them add up to at most this many (always at least one term): FTS5 scores
 #: every chunk a term matches, so a term found in a tenth of the tree would cost a
 #: scan of a tenth of it. Every query term then counts in the BM25F score (bm25.py).
-CANDIDATE_POSTINGS = 6000
+CANDIDATE_POSTINGS = 2500
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 #: (assern.actors.router.views.BYTES_PER_TOKEN), for the same tokenizers.
 BYTES_PER_TOKEN = 4
 #: How many lexical candidates the re-ranking sees.
-CANDIDATES = 300
+CANDIDATES = 200
 #: `get_file` returns at most this many lines, or bytes, at once.
 FILE_LINES = 2000
 FILE_BYTES = 200_000
