@@ -29,7 +29,8 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding="utf-8")
-    for package in ("supervisor", "actors", "actors/config", "actors/router", "app"):
+    packages = ("supervisor", "actors", "actors/config", "actors/router", "actors/search", "app", "context")
+    for package in packages:
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").touch()
     return root
@@ -38,12 +39,17 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 OUTSIDE = "supervisor/ imports nothing outside"
 SHELL = "nothing under actors/ imports the shell"
 OTHER_ACTOR = "actors/config imports no other actor"
+CONTEXT_OUT = "context/ imports only supervisor/ and actors/search/text"
+CONTEXT_IN = "nothing imports context/"
 
 ALLOWED = {
     "supervisor/cell.py": "import trio\n",
     "actors/config/spec.py": "from assern.supervisor.cell import Cell\n",
     "actors/router/catalog.py": "from assern.actors.config.spec import X\n",
     "app/tree.py": "from assern.actors.router import catalog\nfrom assern.supervisor import cell\n",
+    "actors/search/text.py": "import re\n",
+    "context/rank.py": "from assern.actors.search.text import Analyzer\nfrom assern.supervisor import cell\n",
+    "context/server.py": "from assern.context import rank\n",
 }
 
 
@@ -65,6 +71,10 @@ def test_a_tree_with_the_arrows_pointing_down_passes(tmp_path: Path) -> None:
         ),
         ("actors/config/layers.py", "from ..router import catalog\n", OTHER_ACTOR),
         ("app/tree.py", "import assern.app.cli\n", "import cycle: assern.app.cli -> assern.app.tree"),
+        ("context/store.py", "from assern.actors.config.spec import ServerSpec\n", CONTEXT_OUT),
+        ("context/store.py", "from assern.app import cli\n", CONTEXT_OUT),
+        ("actors/config/spec.py", "from assern.context import rank\n", CONTEXT_IN),
+        ("app/cli.py", "from assern.app.tree import run\nimport assern.context.server\n", CONTEXT_IN),
     ],
 )
 def test_each_forbidden_import_is_reported(tmp_path: Path, file: str, text: str, reason: str) -> None:

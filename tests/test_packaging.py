@@ -21,12 +21,13 @@ def test_wheel_has_only_the_assern_namespace(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names}
     assert top == {"assern", next(n for n in top if n.endswith(".dist-info"))}
-    for package in ("supervisor", "actors", "examples"):
+    for package in ("supervisor", "actors", "context", "examples"):
         assert f"assern/{package}/__init__.py" in names
     assert "assern/app/cli.py" in names
     assert "assern/actors/router/naming.py" in names
     assert "assern/examples/default.toml" in names  # the embedded default ships as data
-    assert not any(name.startswith(("supervisor/", "actors/", "tests/")) for name in names)
+    assert "assern/context/__main__.py" in names  # `python -I -m assern.context`
+    assert not any(name.startswith(("supervisor/", "actors/", "context/", "tests/")) for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "assern = assern.app.quick:main" in text

@@ -9,7 +9,9 @@ provenance, and the restart policy checked. Problems are collected, never raised
 by one (`Problems`).
 """
 
+import hashlib
 import os
+import sys
 import urllib.parse
 from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
@@ -48,6 +50,10 @@ class ResolveContext:
     local_dotenv: Mapping[str, Entry]
     #: `[projects.P].env` of the active project, when it has one.
     project_env: "EnvTable | None"
+    #: A builtin context server's default root: the project's root, else the current folder.
+    default_root: Path | None = None
+    #: `$ASSERN_HOME`, where a builtin context server keeps its index.
+    assern_home: Path | None = None
 
     def lookup(
         self, upper: Mapping[str, Entry] | None = None, lower: Mapping[str, Entry] | None = None
@@ -123,6 +129,8 @@ def resolve_server(
     if (found_args := fields.get("args")) is not None:
         values, origin = found_args
         args = tuple(_expand(arg, lookup, origin, ("args", i), problems) for i, arg in enumerate(values))
+    if "builtin" in fields:
+        command, args = sys.executable, _builtin_args(fields, expand("root"), context, problems)
     cwd = _resolve_cwd(expand("cwd"), fields, context.home)
     headers = _resolve_headers(layers, lookup, problems)
     mode: MergeMode = _value(fields, "merge_mode", "overlay")
@@ -177,12 +185,94 @@ def _float_or_none(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
+#: Keys only a builtin context server takes.
+CONTEXT_KEYS = ("root", "exclude", "max_file_size", "secrets")
+#: The module a builtin server runs, by `builtin` value (started as `python -I -m MODULE`).
+BUILTIN_MODULES = {"context": "assern.context"}
+
+
+def _check_builtin(fields: Mapping[str, tuple[Any, Origin]], problems: Problems) -> bool:
+    """A builtin server says nothing of how to start it; other servers take no context keys."""
+    builtin = fields.get("builtin")
+    ok = True
+    if builtin is None:
+        for key in CONTEXT_KEYS:
+            if (found := fields.get(key)) is not None:
+                problems.add(
+                    found[1].file,
+                    (*found[1].prefix, key),
+                    f'`{key}` is a key of the context server only (`builtin = "context"`)',
+                )
+                ok = False
+        return ok
+    for key in ("command", "url", "args"):
+        if (found := fields.get(key)) is not None:
+            problems.add(
+                found[1].file,
+                (*found[1].prefix, key),
+                f"a builtin server takes no `{key}`: `builtin = {builtin[0]!r}` says what runs "
+                f"(set in {builtin[1].file} @ {format_key_path(builtin[1].prefix)})",
+            )
+            ok = False
+    transport = fields.get("transport")
+    if transport is not None and transport[0] != "stdio":
+        problems.add(
+            transport[1].file,
+            (*transport[1].prefix, "transport"),
+            f"a builtin server runs over stdio, not {transport[0]!r}",
+        )
+        ok = False
+    return ok
+
+
+def _builtin_args(
+    fields: Mapping[str, tuple[Any, Origin]], root: str | None, context: ResolveContext, problems: Problems
+) -> tuple[str, ...]:
+    """`-I -m assern.context --root ROOT ...` for a builtin context server; a root that is
+    not an existing folder is a problem of the key that named it."""
+    module = BUILTIN_MODULES[fields["builtin"][0]]
+    if root is None:
+        folder = context.default_root or Path.cwd()
+    else:
+        origin = fields["root"][1]
+        folder = Path(os.path.normpath(origin.base_dir / expand_user(root, context.home)))
+        if not folder.is_dir():
+            what = "does not exist" if not folder.exists() else "is not a folder"
+            problems.add(
+                origin.file,
+                (*origin.prefix, "root"),
+                f"expected the folder to index, got {show(root)}, which {what} ({folder})",
+            )
+    args = ["-I", "-m", module, "--root", str(folder)]
+    for pattern in _value(fields, "exclude", ()):
+        args += ["--exclude", pattern]
+    for pattern in _value(fields, "secrets", ()):
+        args += ["--secret", pattern]
+    if (size := _value(fields, "max_file_size", None)) is not None:
+        args += ["--max-file-size", str(size)]
+    if context.assern_home is not None:
+        args += ["--db", str(database_path(context.assern_home, folder))]
+    return tuple(args)
+
+
+def database_path(assern_home: Path, root: Path) -> Path:
+    """Where the context server of `root` keeps its index (the same rule as
+    assern.context.store.database_path, which the process applies on its own)."""
+    resolved = Path(os.path.realpath(root))
+    digest = hashlib.sha256(os.fsencode(resolved)).hexdigest()[:16]
+    return assern_home / "cache" / "context" / f"{resolved.name[:40]}-{digest}.sqlite3"
+
+
 def _check_reachable(
     layers: tuple[ServerLayer, ...],
     fields: Mapping[str, tuple[Any, Origin]],
     problems: Problems,
 ) -> bool:
     """The merged server says how to reach it: one of command or url, a fitting transport."""
+    if not _check_builtin(fields, problems):
+        return False
+    if "builtin" in fields:
+        return True
     command, url, transport = fields.get("command"), fields.get("url"), fields.get("transport")
     ok = True
     if command is None and url is None:

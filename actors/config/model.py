@@ -41,6 +41,8 @@ from assern.actors.config.structure import (
 )
 
 RestartType = Literal["permanent", "transient", "temporary"]
+#: The servers assern itself provides (`builtin = "context"`: its context server).
+Builtin = Literal["context"]
 McpServerType = Literal["stdio", "sse", "http", "streamable-http"]
 #: The transport each `mcpServers` "type" means.
 _MCP_TRANSPORTS: dict[McpServerType, Transport] = {
@@ -329,6 +331,16 @@ class ServerConfig:
     idle_timeout: float | None = attrs.field(default=None, validator=_positive())
     protocol: str | None = attrs.field(default=None, validator=_Protocol())
     disabled: bool | None = None
+    #: a server assern provides itself, instead of `command` or `url`
+    builtin: Builtin | None = None
+    #: the context server's folder (default: the project's root, else the current folder)
+    root: str | None = None
+    #: more files the context server leaves out (gitignore syntax)
+    exclude: tuple[str, ...] | None = None
+    #: larger files are not indexed by the context server (bytes)
+    max_file_size: int | None = attrs.field(default=None, validator=_AtLeast(1, "a byte count", most=1 << 30))
+    #: more secret files, never indexed nor returned (gitignore syntax)
+    secrets: tuple[str, ...] | None = None
 
     @classmethod
     def from_mcp_server(cls, entry: McpServerEntry) -> "ServerConfig":
@@ -405,9 +417,12 @@ class ServerConfig:
             (key path below the server's table, message) pairs; empty when all is well.
         """
         problems: list[tuple[KeyPath, str]] = []
-        if self.command is not None and self.url is not None:
+        if self.builtin is not None and (self.command is not None or self.url is not None):
+            other = "command" if self.command is not None else "url"
+            problems.append(((other,), f"a builtin server takes no `{other}`: `builtin` says what runs"))
+        elif self.command is not None and self.url is not None:
             problems.append(((), "a server takes either `command` or `url`, not both"))
-        elif defines and self.command is None and self.url is None:
+        elif defines and self.command is None and self.url is None and self.builtin is None:
             problems.append(((), "a server needs either `command` or `url`"))
         if self.transport == "stdio" and self.url is not None and self.command is None:
             problems.append((("transport",), "transport 'stdio' needs `command`, not `url`"))

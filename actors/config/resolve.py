@@ -186,6 +186,8 @@ def resolve_config(
         global_dotenv=entries(global_dotenv, "global-env", global_env_file),
         local_dotenv=entries(local_dotenv, "local-env", local_env_file),
         project_env=project_env,
+        default_root=local_root or cwd,
+        assern_home=assern_home,
     )
     problems = Problems()
     servers: dict[str, ServerSpec] = {}

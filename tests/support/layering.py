@@ -1,7 +1,10 @@
 """The import rules of the tree (DESIGN.md, "Layering"), read from the source with `ast`.
 
-Arrows point one way only: app → actors → supervisor.
+Arrows point one way only: app → actors → supervisor, and context → supervisor.
 - `supervisor/` imports nothing of the project outside itself, and nothing of MCP;
+- `context/` (the context server, its own process) imports `supervisor/` and the text
+  helpers of `actors/search/text.py`, nothing else of the project; nothing imports it
+  (the config starts it as `python -I -m assern.context`, by name);
 - `actors/config/` imports no other actor;
 - nothing under `actors/` or `supervisor/` imports the shell (`app/`);
 - no two modules import each other, directly or through others (every import counts:
@@ -18,7 +21,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 #: The folders that are installed as `assern.<folder>`.
-PACKAGES = ("supervisor", "actors", "app", "examples")
+PACKAGES = ("supervisor", "actors", "app", "context", "examples")
+#: What `context/` may import of `actors/`: the pure text helpers, nothing with state.
+CONTEXT_OK = ("assern.actors.search.text",)
 #: Third-party names that only the MCP side of the project may import.
 MCP_LIBRARIES = ("mcp", "mcp_types", "pydantic")
 
@@ -133,6 +138,12 @@ def violations(root: Path) -> list[str]:
                 problems.append(f"{module} imports {target}: nothing under actors/ imports the shell")
             elif layer == "actors.config" and other.startswith("actors.") and other != "actors.config":
                 problems.append(f"{module} imports {target}: actors/config imports no other actor")
+            elif layer == "context" and other not in ("context", "supervisor") and target not in CONTEXT_OK:
+                problems.append(
+                    f"{module} imports {target}: context/ imports only supervisor/ and actors/search/text"
+                )
+            elif layer != "context" and other == "context":
+                problems.append(f"{module} imports {target}: nothing imports context/ (it is a process)")
         if layer == "supervisor":
             mcp = sorted(outside[module] & set(MCP_LIBRARIES))
             problems += [f"{module} imports {library}: supervisor/ knows nothing of MCP" for library in mcp]

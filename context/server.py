@@ -1,0 +1,408 @@
+"""`python -I -m assern.context --root ROOT`: the context server, an MCP server over stdio.
+
+Built on the official SDK's low-level `Server`, run under trio (anyio's trio backend).
+At start it opens (or rebuilds) the root's database, then serves at once while a
+background task brings the index in step with the files: the walk and every batch run
+in a worker thread (`trio.to_thread.run_sync`), so the trio loop keeps answering and a
+search made meanwhile answers from what is indexed so far, saying how much is pending.
+Then a file watcher keeps it current (`ContextServer.watch`). The tools' own work
+(SQLite, ranking) runs in worker threads too.
+
+Logs are JSON lines on stderr (stdout is the MCP wire); the instance that started the
+process keeps them with the backend's other output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import structlog
+import trio
+import watchfiles
+from mcp.server import NotificationOptions, Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+
+from assern.context.index import Indexer, batches, plan
+from assern.context.rank import SIGNALS
+from assern.context.scan import (
+    DEFAULT_MAX_FILE_SIZE,
+    IGNORE_FILES,
+    ScanRules,
+    SecretFilter,
+    check_file,
+    scan,
+)
+from assern.context.store import Store, database_path
+from assern.context.terms import Terms
+from assern.context.tools import READ_ONLY, TOOLS, Engine, IndexState, ToolError
+
+INSTRUCTIONS = (
+    "This project's own code and docs, indexed and ranked: semantic_search finds the "
+    "chunks (definitions, sections) that answer a question or a name; get_context_for_prompt "
+    "gives the best snippets for a task within a token budget; get_file reads a file or "
+    "some of its lines. Prefer them to reading whole files."
+)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m assern.context", description="The context server: an MCP server over stdio."
+    )
+    parser.add_argument("--root", required=True, help="the folder to index and serve")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="more files to leave out (gitignore syntax)",
+    )
+    parser.add_argument(
+        "--max-file-size",
+        type=int,
+        default=DEFAULT_MAX_FILE_SIZE,
+        metavar="BYTES",
+        help="larger files are left out",
+    )
+    parser.add_argument("--secret", action="append", default=[], metavar="GLOB", help="more secret files")
+    parser.add_argument("--db", help="the database (default: under $ASSERN_HOME/cache/context/)")
+    parser.add_argument(
+        "--no-watch", action="store_true", help="index once at start, without watching the files afterwards"
+    )
+    args = parser.parse_args(argv)
+    if args.max_file_size < 1:
+        parser.error("--max-file-size must be at least 1")
+    return args
+
+
+#: The ranking the benchmark asks for (ops/bench/context/README.md): BM25F alone, or
+#: re-ranked (the default); "fused" needs vectors, which this server does not compute yet.
+RANKING_ENV = "ASSERN_CONTEXT_RANKING"
+#: One re-ranking signal to switch off, to measure what it brings (rank.SIGNALS).
+DISABLE_ENV = "ASSERN_CONTEXT_RERANK_DISABLE"
+
+
+def ranking_signals(environ: dict[str, str]) -> tuple[str, ...]:
+    """The re-ranking signals `environ` asks for.
+
+    Raises:
+        ValueError: an unknown ranking or signal, or "fused" (no vectors yet).
+    """
+    mode = environ.get(RANKING_ENV) or "reranked"
+    if mode == "fused":
+        raise ValueError(
+            f"{RANKING_ENV}=fused: ranking by meaning is not available in the context server yet "
+            "(only 'lexical' and 'reranked')"
+        )
+    if mode not in ("lexical", "reranked"):
+        raise ValueError(f"{RANKING_ENV}={mode!r}: expected 'lexical' or 'reranked'")
+    disabled = environ.get(DISABLE_ENV) or None
+    if disabled is not None and disabled not in SIGNALS:
+        raise ValueError(f"{DISABLE_ENV}={disabled!r}: expected one of {', '.join(SIGNALS)}")
+    if mode == "lexical":
+        return ()
+    return tuple(signal for signal in SIGNALS if signal != disabled)
+
+
+def assern_home(environ: dict[str, str]) -> Path:
+    """`$ASSERN_HOME`, else `~/.valksor/assern` (the instance's rule, actors/config/home.py;
+    the instance passes `--db` itself, this is for the process started on its own)."""
+    configured = environ.get("ASSERN_HOME")
+    home = environ.get("HOME") or os.path.expanduser("~")
+    if configured:
+        return Path(os.path.join(home, configured[2:]) if configured.startswith("~/") else configured)
+    return Path(home) / ".valksor" / "assern"
+
+
+def configure_logging() -> None:
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+
+
+log = structlog.get_logger("assern.context")
+
+#: Milliseconds of file events the watcher gathers into one batch (a burst, such as a
+#: checkout of many files, arrives as one).
+WATCH_DEBOUNCE_MS = 300
+#: A batch naming more paths than this walks the whole root instead of judging each.
+BURST = 200
+#: Milliseconds after which the watcher answers even without events: its first answer
+#: says the watches are in place.
+WATCH_READY_MS = 300
+
+
+def classify(
+    root: Path, changes: set[tuple[watchfiles.Change, str]], watched: set[str]
+) -> tuple[list[str], bool]:
+    """The relative paths one batch of events names, and whether it calls for a walk of
+    the whole root: more than `BURST` paths, an ignore file, or a folder come or gone."""
+    top = os.fspath(root)
+    paths = {os.path.relpath(path, top).replace(os.sep, "/") for _, path in changes}
+    paths = {path for path in paths if path != "." and not path.startswith("../")}
+    walk = len(paths) > BURST or any(
+        path.rsplit("/", 1)[-1] in IGNORE_FILES
+        or os.path.join(top, path) in watched
+        or os.path.isdir(os.path.join(top, path))
+        for path in paths
+    )
+    return sorted(paths), walk
+
+
+class ContextServer:
+    """One root: its store, its index state and the MCP handlers answering from them."""
+
+    def __init__(
+        self,
+        root: Path,
+        rules: ScanRules,
+        db: Path,
+        *,
+        watch: bool = True,
+        signals: tuple[str, ...] = SIGNALS,
+    ) -> None:
+        self.root = root
+        self.rules = rules
+        self.watch_files = watch
+        #: the folders the last walk entered (what the watcher watches)
+        self.folders: list[str] = []
+        #: the skipped paths already logged
+        self.told: set[str] = set()
+        #: how many walks of the root were made
+        self.walks = 0
+        self.store = Store(db)
+        if self.store.rebuilt:
+            log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
+        self.state = IndexState()
+        self.secret = SecretFilter(rules.secrets)
+        self.engine = Engine(root, self.store, Terms(), self.secret, self.state, signals=signals)
+        self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
+
+    async def keep_index(self) -> None:
+        """Bring the index in step with the files, then keep it there with a file watcher
+        (unless `watch` is off). A database found broken on the way is rebuilt (and
+        logged) and the index made again, once."""
+        try:
+            await self.bring_in_step()
+        except sqlite3.DatabaseError as exc:
+            reason = f"{type(exc).__name__}: {exc}"
+            log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
+            await trio.to_thread.run_sync(self.store.rebuild, reason)
+            await self.bring_in_step()
+        if not self.watch_files:
+            self.state.ready = True
+            return
+        await self.watch()
+
+    async def watch(self) -> None:
+        """Re-index what the file events of the watched folders name, batch by batch.
+
+        Only the folders the walk entered are watched, each on its own (never
+        `node_modules/` or another ignored folder). watchfiles coalesces the events of
+        `WATCH_DEBOUNCE_MS`; a batch that adds or removes a folder, touches an ignore
+        file or holds more than `BURST` paths walks the root again (which also changes
+        the watched folders); any other batch re-judges only the paths it names.
+
+        A file saved between the first walk and the moment the watches are in place
+        would be missed: so once the watcher answers for the first time (events, or
+        `WATCH_READY_MS` of none), the root is walked again (stat only) before the index
+        counts as current (`IndexState.ready`).
+        """
+        while True:
+            folders = list(self.folders)
+            watched = {
+                os.path.join(self.root, folder) if folder else os.fspath(self.root) for folder in folders
+            }
+            try:
+                async with contextlib.aclosing(
+                    watchfiles.awatch(
+                        *sorted(watched),
+                        watch_filter=None,
+                        recursive=False,
+                        debounce=WATCH_DEBOUNCE_MS,
+                        rust_timeout=WATCH_READY_MS,
+                        yield_on_timeout=True,
+                        ignore_permission_denied=True,
+                    )
+                ) as events:
+                    async for changes in events:
+                        if not self.state.watching:  # the watches are in place from here on
+                            self.state.watching = True
+                            log.info("context watcher started", folders=len(watched))
+                            if not self.state.ready:
+                                await self.bring_in_step()
+                                self.state.ready = True
+                                if set(self.folders) != set(folders):
+                                    break
+                        if changes and await self.take(changes, watched):
+                            break  # the folders changed: watch the new set
+                    else:
+                        return
+                self.state.watching = False
+            except (OSError, RuntimeError) as exc:  # no inotify left, a folder gone meanwhile
+                self.state.watching = False
+                self.state.ready = True
+                log.warning("context watcher stopped", error=f"{type(exc).__name__}: {exc}")
+                return
+
+    async def take(self, changes: set[tuple[watchfiles.Change, str]], watched: set[str]) -> bool:
+        """Bring the index in step with one batch of file events; True when the watched
+        folders must change."""
+        paths, walk = await trio.to_thread.run_sync(classify, self.root, changes, watched)
+        if walk:
+            before = set(self.folders)
+            await self.bring_in_step()
+            return set(self.folders) != before
+        if paths:
+            await trio.to_thread.run_sync(self.reindex, paths)
+        return False
+
+    def reindex(self, paths: list[str]) -> None:
+        """Judge each path again and index, re-index or drop it (blocking)."""
+        known = self.store.known()
+        kept = [
+            found for path in paths if (found := check_file(self.root, self.rules, path, secret=self.secret))
+        ]
+        kept_paths = {found.path for found in kept}
+        todo = plan(kept, {path: known[path] for path in kept_paths if path in known})
+        gone = [path for path in paths if path in known and path not in kept_paths]
+        problems = self.indexer.run_batch(todo.changed, known, gone)
+        for path, problem in problems:
+            log.warning("context file not indexed", path=path, problem=problem)
+        if todo.changed or gone:
+            log.info("context files updated", indexed=len(todo.changed), deleted=len(gone))
+
+    async def bring_in_step(self) -> None:
+        """Index what changed since the database last saw the files, one batch per transaction."""
+        started = time.monotonic()
+        found = await trio.to_thread.run_sync(
+            functools.partial(scan, self.root, self.rules, secret=self.secret)
+        )
+        self.folders = found.folders
+        for skipped in found.skipped:
+            if skipped.path not in self.told:  # once per path and process
+                self.told.add(skipped.path)
+                log.info("context file skipped", path=skipped.path, reason=skipped.reason)
+        known = await trio.to_thread.run_sync(self.store.known)
+        todo = plan(found.files, known)
+        self.state.pending = len(todo.changed)
+        # the first walk is always told; later ones (the watcher's) only when they find work
+        told = self.walks == 0 or bool(todo.changed or todo.deleted)
+        self.walks += 1
+        if told:
+            log.info(
+                "context index starting",
+                root=str(self.root),
+                files=len(found.files),
+                changed=len(todo.changed),
+                deleted=len(todo.deleted),
+            )
+        deleted: tuple[str, ...] = todo.deleted
+        for batch in batches(todo.changed) or [[]]:
+            problems = await trio.to_thread.run_sync(self.indexer.run_batch, batch, known, deleted)
+            deleted = ()
+            self.state.pending -= len(batch)
+            for path, problem in problems:
+                log.warning("context file not indexed", path=path, problem=problem)
+        self.state.complete = True
+        if not told:
+            return
+        files, chunks = await trio.to_thread.run_sync(self.store.counts)
+        log.info(
+            "context index complete",
+            files=files,
+            chunks=chunks,
+            reindexed=len(todo.changed),
+            deleted=len(todo.deleted),
+            seconds=round(time.monotonic() - started, 3),
+        )
+
+    async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=name,
+                    description=tool["description"],
+                    input_schema=tool["inputSchema"],
+                    output_schema=tool.get("outputSchema"),
+                    annotations=types.ToolAnnotations(
+                        read_only_hint=READ_ONLY["readOnlyHint"],
+                        destructive_hint=READ_ONLY["destructiveHint"],
+                        idempotent_hint=READ_ONLY["idempotentHint"],
+                        open_world_hint=READ_ONLY["openWorldHint"],
+                    ),
+                )
+                for name, tool in TOOLS.items()
+            ]
+        )
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            answer = await trio.to_thread.run_sync(self.engine.call, params.name, params.arguments)
+        except ToolError as exc:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=str(exc))], is_error=True
+            )
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text) for text in answer.texts],
+            structured_content=answer.structured,
+        )
+
+    def build(self) -> Server[Any]:
+        return Server(
+            "context",
+            version="1.0.0",
+            instructions=INSTRUCTIONS,
+            on_list_tools=self.list_tools,
+            on_call_tool=self.call_tool,
+        )
+
+
+async def serve(context: ContextServer) -> None:
+    """Serve MCP on stdio while the index is brought in step; close the store at the end."""
+    server = context.build()
+    options = server.create_initialization_options(NotificationOptions())
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(context.keep_index)
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, options)
+            nursery.cancel_scope.cancel()
+    finally:
+        context.store.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    configure_logging()
+    root = Path(args.root).resolve()
+    if not root.is_dir():
+        print(f"assern.context: --root {args.root!r} is not a folder", file=sys.stderr)
+        raise SystemExit(2)
+    try:
+        signals = ranking_signals(dict(os.environ))
+    except ValueError as exc:
+        print(f"assern.context: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    db = Path(args.db) if args.db else database_path(assern_home(dict(os.environ)), root)
+    rules = ScanRules(
+        exclude=tuple(args.exclude), max_file_size=args.max_file_size, secrets=tuple(args.secret)
+    )
+    context = ContextServer(root, rules, db, watch=not args.no_watch, signals=signals)
+    anyio.run(serve, context, backend="trio")

@@ -1,0 +1,350 @@
+"""The index of one root: a SQLite database of files, chunks and their lexical index.
+
+One database per root, at `$ASSERN_HOME/cache/context/<hash of the root>.sqlite3`
+(`database_path`). The standard library's `sqlite3` in WAL mode: readers (the tools)
+see the last committed batch while the indexer writes the next. Every batch of files is
+one transaction, so a kill -9 in the middle of indexing loses at most that batch, and
+the next start finds its files still changed and indexes them again.
+
+Tables: `files` (path, size, mtime, content hash and whether it was indexed or refused
+as binary or unreadable), `chunks` (lines, kind, symbol, text) and `lexical`, an FTS5
+table of each chunk's terms in three columns (symbol, path, body) ranked by SQLite's own
+BM25 (which picks the candidates of a query's rarer terms), then scored by BM25F over
+all its terms (bm25.py) with running field-length sums kept in `totals`. The terms are
+computed by terms.py, never by FTS5's tokenizer, so that questions and code meet on the
+same stems and whole identifiers.
+
+A database that cannot be opened or read (corrupted, or written by another schema) is
+moved aside and rebuilt; `Store.rebuilt` says so, for the log.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from assern.context.bm25 import Stats, idf, score
+from assern.context.chunk import Chunk
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from pathlib import Path
+
+
+#: Bumped whenever the tables or the terms change: an older database is rebuilt.
+SCHEMA_VERSION = "3"
+
+#: Candidates come from the query's rarest terms, taken rarest first while the chunks
+#: holding them add up to at most this many (always at least one term): FTS5 scores
+#: every chunk a term matches, so a term found in a tenth of the tree would cost a
+#: scan of a tenth of it. Every query term then counts in the BM25F score (bm25.py).
+CANDIDATE_POSTINGS = 2500
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    status TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    file_id INTEGER NOT NULL REFERENCES files (id) ON DELETE CASCADE,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    symbol TEXT,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_file ON chunks (file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS lexical USING fts5 (symbol, path, body, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS lexical_terms USING fts5vocab (lexical, 'row');
+CREATE TABLE IF NOT EXISTS totals (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    chunks INTEGER NOT NULL,
+    symbol INTEGER NOT NULL,
+    path INTEGER NOT NULL,
+    body INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO totals VALUES (1, 0, 0, 0, 0);
+"""
+
+
+def database_path(assern_home: Path, root: Path) -> Path:
+    """Where the index of `root` lives: one file per resolved root."""
+    digest = hashlib.sha256(os.fsencode(root.resolve())).hexdigest()[:16]
+    return assern_home / "cache" / "context" / f"{root.resolve().name[:40]}-{digest}.sqlite3"
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@attrs.frozen(kw_only=True)
+class Known:
+    """What the database knows of one file."""
+
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@attrs.frozen(kw_only=True)
+class FileUpdate:
+    """One file to write: its stat, hash and status; `chunks` None keeps the old ones
+    (the content did not change, only the mtime), else they replace them.
+
+    `terms` holds each chunk's (symbol, path, body) terms, joined by spaces.
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    status: str = "indexed"
+    chunks: Sequence[Chunk] | None = None
+    terms: Sequence[tuple[str, str, str]] = ()
+
+
+@attrs.frozen(kw_only=True)
+class Hit:
+    """One chunk the lexical index found, with its BM25 score (higher is better)."""
+
+    chunk_id: int
+    path: str
+    start_line: int
+    end_line: int
+    kind: str
+    symbol: str | None
+    text: str
+    score: float
+
+
+class Store:
+    """One root's database; safe to use from several threads (one lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rebuilt: str | None = None
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            self.rebuilt = f"{type(exc).__name__}: {exc}"
+            self._discard()
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            found = db.execute("SELECT name FROM sqlite_master WHERE name = 'meta'").fetchone()
+            if found is not None:
+                version = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if version is None or version[0] != SCHEMA_VERSION:
+                    raise sqlite3.DatabaseError(
+                        f"schema {version[0] if version else None}, not {SCHEMA_VERSION}"
+                    )
+                check = db.execute("PRAGMA quick_check").fetchone()
+                if check is None or check[0] != "ok":
+                    raise sqlite3.DatabaseError(f"quick_check: {check[0] if check else 'no answer'}")
+            db.executescript(_SCHEMA)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _discard(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def rebuild(self, reason: str) -> None:
+        """Throw the database away and start an empty one (it was found broken)."""
+        with self._lock:
+            self._db.close()
+            self._discard()
+            self.rebuilt = reason
+            self._db = self._open()
+
+    # -- the indexer's side -------------------------------------------------------------
+
+    def known(self) -> dict[str, Known]:
+        """Every file the database knows, by path."""
+        with self._lock:
+            rows = self._db.execute("SELECT path, size, mtime_ns, hash FROM files").fetchall()
+        return {path: Known(size=size, mtime_ns=mtime, hash=digest) for path, size, mtime, digest in rows}
+
+    def write(self, updates: Iterable[FileUpdate], deleted: Iterable[str] = ()) -> None:
+        """Write one batch in one transaction: all of it is committed, or none."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for path in deleted:
+                    self._delete(path)
+                for update in updates:
+                    self._write_file(update)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _delete(self, path: str) -> None:
+        db = self._db
+        row = db.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return
+        gone = db.execute(
+            "SELECT count(*), total(length(symbol)), total(length(path)), total(length(body)) FROM lexical "
+            "WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)",
+            row,
+        ).fetchone()
+        db.execute(
+            "UPDATE totals SET chunks = chunks - ?, symbol = symbol - ?, path = path - ?, body = body - ?",
+            tuple(int(value) for value in gone),
+        )
+        db.execute("DELETE FROM lexical WHERE rowid IN (SELECT id FROM chunks WHERE file_id = ?)", row)
+        db.execute("DELETE FROM chunks WHERE file_id = ?", row)
+        db.execute("DELETE FROM files WHERE id = ?", row)
+
+    def _write_file(self, update: FileUpdate) -> None:
+        db = self._db
+        if update.chunks is None:
+            db.execute(
+                "UPDATE files SET size = ?, mtime_ns = ? WHERE path = ?",
+                (update.size, update.mtime_ns, update.path),
+            )
+            return
+        self._delete(update.path)
+        cursor = db.execute(
+            "INSERT INTO files (path, size, mtime_ns, hash, status) VALUES (?, ?, ?, ?, ?)",
+            (update.path, update.size, update.mtime_ns, update.hash, update.status),
+        )
+        file_id = cursor.lastrowid
+        for chunk, (symbol, path, body) in zip(update.chunks, update.terms, strict=True):
+            cursor = db.execute(
+                "INSERT INTO chunks (file_id, start_line, end_line, kind, symbol, text) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (file_id, chunk.start_line, chunk.end_line, chunk.kind, chunk.symbol, chunk.text),
+            )
+            db.execute(
+                "INSERT INTO lexical (rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
+                (cursor.lastrowid, symbol, path, body),
+            )
+        lengths = [sum(len(field) for field in fields) for fields in zip(*update.terms, strict=True)]
+        if lengths:
+            db.execute(
+                "UPDATE totals SET chunks = chunks + ?, symbol = symbol + ?, path = path + ?, "
+                "body = body + ?",
+                (len(update.terms), *lengths),
+            )
+
+    # -- the tools' side ----------------------------------------------------------------
+
+    def counts(self) -> tuple[int, int]:
+        """(indexed files, chunks)."""
+        with self._lock:
+            files = self._db.execute("SELECT count(*) FROM files WHERE status = 'indexed'").fetchone()[0]
+            chunks = self._db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return files, chunks
+
+    def stats(self) -> Stats:
+        """The collection's size and average field lengths, for BM25F."""
+        with self._lock:
+            chunks, *sums = self._db.execute("SELECT chunks, symbol, path, body FROM totals").fetchone()
+        count = max(chunks, 1)
+        return Stats(chunks=chunks, average=(sums[0] / count, sums[1] / count, sums[2] / count))
+
+    def search(self, terms: Sequence[str], *, limit: int, path_glob: str | None = None) -> list[Hit]:
+        """The chunks holding the query's terms, best BM25F first (at most `limit`).
+
+        Args:
+            terms: Index terms (terms.py); each is matched as a whole token.
+            limit: How many chunks at most.
+            path_glob: Only chunks of files whose path matches this fnmatch glob.
+        """
+        unique = list(dict.fromkeys(terms))
+        if not unique:
+            return []
+        stats = self.stats()
+        marks = ", ".join("?" * len(unique))
+        with self._lock:
+            found = self._db.execute(f"SELECT term, doc FROM lexical_terms WHERE term IN ({marks})", unique)
+            df: dict[str, int] = dict(found.fetchall())
+        present = sorted((term for term in unique if df.get(term)), key=lambda term: df[term])
+        if not present:
+            return []
+        rare = [present[0]]
+        postings = df[present[0]]
+        for term in present[1:]:
+            if postings + df[term] > CANDIDATE_POSTINGS:
+                break
+            rare.append(term)
+            postings += df[term]
+        match = " OR ".join('"' + term.replace('"', '""') + '"' for term in rare)
+        # a path filter is applied to a wider candidate list
+        wanted = limit if path_glob is None else max(limit * 20, 2000)
+        with self._lock:
+            ids = [
+                row[0]
+                for row in self._db.execute(
+                    "SELECT rowid FROM lexical WHERE lexical MATCH ? ORDER BY rank LIMIT ?", (match, wanted)
+                )
+            ]
+            rows = (
+                self._db.execute(
+                    "SELECT chunks.id, files.path, chunks.start_line, chunks.end_line, chunks.kind, "
+                    "chunks.symbol, chunks.text, lexical.symbol, lexical.path, lexical.body FROM chunks "
+                    "JOIN files ON files.id = chunks.file_id JOIN lexical ON lexical.rowid = chunks.id "
+                    f"WHERE chunks.id IN ({', '.join('?' * len(ids))})",
+                    ids,
+                ).fetchall()
+                if ids
+                else []
+            )
+        weights = {term: idf(df[term], stats.chunks) for term in present}
+        hits = [
+            Hit(
+                chunk_id=row[0],
+                path=row[1],
+                start_line=row[2],
+                end_line=row[3],
+                kind=row[4],
+                symbol=row[5],
+                text=row[6],
+                score=score(row[7:10], weights, stats),
+            )
+            for row in rows
+            if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)
+        ]
+        hits.sort(key=lambda hit: (-hit.score, hit.chunk_id))
+        return hits[:limit]
+
+    def paths(self) -> list[str]:
+        """Every indexed file's path."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT path FROM files WHERE status = 'indexed' ORDER BY path"
+            ).fetchall()
+        return [row[0] for row in rows]
