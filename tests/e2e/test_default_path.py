@@ -27,8 +27,13 @@ pytestmark = pytest.mark.e2e
 #: Modules of features a default configuration does not use: the HTTP front, /metrics,
 #: the JSON Schema compiler (the time server's schemas are plain, and its calls valid),
 #: the search index's stemmer, the asyncio bridge, the semantic extra, the YAML layout,
-#: and the `mcp` SDK's server and client.
+#: the context server (a process of its own, when configured), and the `mcp` SDK's
+#: server and client.
 UNUSED = (
+    "assern.context",
+    "tree_sitter",
+    "pathspec",
+    "watchfiles",
     "hypercorn",
     "prometheus_client",
     "starlette",
