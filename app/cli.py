@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
     from types import ModuleType
 
+    from assern.actors.config.listen import ListenSpec
     from assern.app.detach import LauncherLink
     from assern.app.election import Primary, Proxy
     from assern.app.tree import HttpSocket, Tree
@@ -170,6 +171,9 @@ def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket 
         print(f"assern: [listen] {key}: {problem}", file=sys.stderr)
     if problems:
         return 2
+    if (no_token := _no_token_yet(spec)) is not None:
+        print(f"assern: {no_token}", file=sys.stderr)
+        return 2
     try:
         sock = bind_socket(bind)
     except BindFailed as exc:
@@ -179,6 +183,31 @@ def _http_front(args: argparse.Namespace, config: ResolvedConfig) -> HttpSocket 
     scheme = "https" if spec.tls else "http"
     print(f"assern: serving MCP over HTTP at {scheme}://{front.address()}/mcp", file=sys.stderr, flush=True)
     return front
+
+
+def _no_token_yet(spec: ListenSpec) -> str | None:
+    """Why a front off loopback may not start yet: it needs a token and none exists.
+
+    Off loopback every request must carry a token (`auth` "auto" or "token"); with none
+    created, the front would answer each one 401, so the start is refused instead, with
+    how to create one. On loopback, "auto" needs no token until one exists.
+    """
+    from assern.actors.listener.http.tokens import TokenError, TokenStore
+
+    assert spec.http is not None
+    if spec.http.loopback or not spec.needs_token(tokens_exist=False):
+        return None
+    needs = f"serving {spec.http} (not a loopback address) needs a bearer token"
+    try:
+        if TokenStore(spec.tokens_file).tokens():
+            return None
+    except TokenError as exc:
+        return f"{needs}, and its token file cannot be read: {exc}"
+    return (
+        f"{needs}, and none exists in {spec.tokens_file}: create one with `assernctl token "
+        "create NAME` (with the same --config as this start, if it has one), then start "
+        "again; clients send it as 'Authorization: Bearer TOKEN'"
+    )
 
 
 def cmd_serve(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:

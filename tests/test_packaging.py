@@ -1,9 +1,12 @@
-"""The wheel installs everything under `assern` and nothing else at the top level."""
+"""The wheel installs everything under `assern` and nothing else at the top level; the
+supported Pythons are said once."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -66,3 +69,21 @@ def test_an_editable_install_runs_the_checkout(tmp_path: Path) -> None:
     helped = subprocess.run([str(venv / "bin" / "assern"), "--help"], capture_output=True, text=True)
     assert helped.returncode == 0, helped.stderr
     assert "serve" in helped.stdout
+
+
+def test_the_supported_pythons_are_said_once() -> None:
+    """The classifiers list the versions .ci/run tests (one by one); the oldest is the
+    floor that requires-python, mypy and ruff are set to."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    classified = [
+        c.rsplit(" :: ", 1)[1]
+        for c in project["project"]["classifiers"]
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    ]
+    versions = sorted(classified, key=lambda v: tuple(map(int, v.split("."))))
+    assert classified == versions  # in order, each once
+    assert len(set(versions)) == len(versions)
+    oldest = versions[0]
+    assert project["project"]["requires-python"] == f">={oldest}"
+    assert project["tool"]["mypy"]["python_version"] == oldest
+    assert project["tool"]["ruff"]["target-version"] == "py" + oldest.replace(".", "")

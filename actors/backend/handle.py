@@ -109,18 +109,20 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
     # A request waits in the queue for a ready incarnation to take it, but not forever:
     # the (re)start gets `startup_timeout`, the call its own `timeout`. A backend that
     # looked ready may end in the very instant the request is sent, so the bound holds
-    # until an incarnation takes the request, whatever the state was; from then on the
-    # incarnation keeps the call's own timeout (which progress may extend).
+    # until an incarnation takes the request (`take`, which lifts it), whatever the state
+    # was; from then on the incarnation keeps the call's own timeout (which progress may
+    # extend). The bound covers the send too: calls that piled up while no incarnation
+    # took them may have filled the mailbox.
     spec = handle.spec
     limit = spec.startup_timeout + spec.timeout
     msg.queued.deadline = trio.current_time() + limit  # set before an incarnation can take it
     try:
-        await handle.mailbox.send(msg)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        reply.close()
-        raise BackendUnavailable(handle.name, "it was removed from the configuration") from None
-    try:
         with msg.queued:
+            try:
+                await handle.mailbox.send(msg)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                reply.close()
+                raise BackendUnavailable(handle.name, "it was removed from the configuration") from None
             return await pending.result()
     except ActorGone:
         raise BackendUnavailable(handle.name, handle.status.last_exit or "it restarted") from None

@@ -12,6 +12,7 @@ task (an `asyncio.CancelledError` in the middleware) and with it the backend cal
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import attrs
@@ -35,6 +36,24 @@ class AsyncioCall:
     next: Next
     scope: trio.CancelScope
     reply: Reply[types.CallToolResult]
+
+
+def _import_trio_asyncio() -> Any:
+    """trio-asyncio, imported only when a middleware needs it (it sets a loop policy).
+
+    Its module defines `TrioChildWatcher(asyncio.AbstractChildWatcher)`, and Python 3.12
+    and 3.13 warn at that subclassing that `AbstractChildWatcher` is deprecated (removed
+    in 3.14). trio-asyncio 0.16.0, its latest release, still does it; the warning is
+    about trio-asyncio's code, not ours, and changes nothing until Python 3.14, so that
+    one warning is ignored here, for this import only.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="'AbstractChildWatcher' is deprecated", category=DeprecationWarning
+        )
+        import trio_asyncio
+
+    return trio_asyncio
 
 
 class AsyncioStopped(Exception):
@@ -74,8 +93,7 @@ class AsyncioHost:
         with structlog.contextvars.bound_contextvars(actor="asyncio"):
             task_status.started()
             await self._wanted.wait()
-            import trio_asyncio  # imported only when a middleware needs it (it sets a loop policy)
-
+            trio_asyncio = _import_trio_asyncio()
             async with trio_asyncio.open_loop() as loop:
                 self.running = True
                 log.info("asyncio_loop_started")

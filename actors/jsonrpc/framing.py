@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 from assern.supervisor.io.reader import LineReader, LineTooLong
@@ -80,6 +81,12 @@ def line_reader(stream: trio.abc.ReceiveStream) -> LineReader:
     return LineReader(stream, MAX_LINE)
 
 
+#: Whether CPython's JSON parser itself stops near Python's recursion limit (about 1,000
+#: levels), which bounds an unchecked decode (`loads`). From 3.13 on it bounds its C
+#: recursion on its own, about ten times deeper: there every line is scanned.
+_PARSER_STOPS_DEEP = sys.version_info < (3, 13)
+
+
 class TooDeep(ValueError):
     """A JSON text nested deeper than `MAX_DEPTH` (valid JSON, refused all the same)."""
 
@@ -108,15 +115,16 @@ def loads(data: bytes | str, *, checked: bool = True) -> Any:
     """The JSON value of `data`, decoded with bounded depth.
 
     `checked=False` skips the depth scan and relies on the parser's own recursion guard
-    alone (caught: still a `TooDeep`, never a crash). For a backend's output, whose
+    alone (caught: still a `TooDeep`, never a crash), where that guard stops near
+    Python's recursion limit (before Python 3.13). For a backend's output, whose
     results may be large and bracket-dense, and are mostly passed on undecoded anyway.
 
     Raises:
-        TooDeep: nested deeper than `MAX_DEPTH` (unchecked: than the parser takes).
+        TooDeep: nested deeper than `MAX_DEPTH` (unchecked, before 3.13: than the parser takes).
         ValueError: not JSON (or not UTF-8).
     """
     raw = data.encode() if isinstance(data, str) else data
-    if checked and nesting_exceeds(raw):
+    if (checked or not _PARSER_STOPS_DEEP) and nesting_exceeds(raw):
         raise TooDeep(f"the JSON is nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(raw)

@@ -52,6 +52,21 @@ REFUSED = -32001
 Serve = Callable[[socket.socket], Awaitable[None]]
 
 
+def refusal_for(peer_uid: int | None, own_uid: int, *, control: bool) -> bytes | None:
+    """The line a socket peer running as `peer_uid` is refused with, None if it is served.
+
+    Only our own user is served; unknown credentials (None) never pass. The control
+    socket's peer gets the control protocol's `forbidden` error, an MCP socket's peer a
+    JSON-RPC error (`REFUSED`) with no id.
+    """
+    if peer_uid is not None and peer_uid == own_uid:
+        return None
+    message = f"refused: this assern serves uid {own_uid} only"
+    if control:
+        return proto.error_line(None, proto.FORBIDDEN, message)
+    return framing.error(None, REFUSED, message)
+
+
 @attrs.frozen(kw_only=True)
 class BackendNote:
     server: str
@@ -312,14 +327,10 @@ class ListenerActor:
             uid, pid = peer_credentials(sock)
         except OSError:
             uid = pid = None
-        if uid != os.getuid():
+        if (refusal := refusal_for(uid, os.getuid(), control=control)) is not None:
             kind = "control" if control else "mcp"
             log.warning("connection_refused", socket=kind, peer_uid=uid, peer_pid=pid)
-            message = f"refused: this assern serves uid {os.getuid()} only"
-            if control:
-                refuse(sock, proto.error_line(None, proto.FORBIDDEN, message))
-            else:
-                refuse(sock, framing.error(None, REFUSED, message))
+            refuse(sock, refusal)
             return
         assert self._nursery is not None
         if not control:

@@ -216,15 +216,18 @@ class HttpFront:
 
 
 @asynccontextmanager
-async def http_front(env: AssernEnv, config: Path, *extra: str) -> AsyncIterator[HttpFront]:
-    """Start assern with only an HTTP front on a free loopback port; stop it afterwards."""
+async def http_front(
+    env: AssernEnv, config: Path, *extra: str, address: str = "127.0.0.1:0"
+) -> AsyncIterator[HttpFront]:
+    """Start assern with only an HTTP front (on a free loopback port unless `address`
+    says otherwise); stop it afterwards."""
     command = [
         assern_command(),
         "serve",
         "--config",
         str(config),
         "--http",
-        "127.0.0.1:0",
+        address,
         "--no-stdio",
         *extra,
     ]

@@ -520,6 +520,42 @@ async def test_a_taken_port_or_an_unsafe_address_is_a_clear_start_error(
         assert "without authentication is refused" in unsafe.stderr.decode()
 
 
+async def test_off_loopback_the_front_is_refused_until_a_token_exists(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    # auth = "auto" (the default) asks every request off loopback for a token: with none
+    # created, the front would only answer 401, so it does not start, and says how.
+    config = write_config(server_table("alpha"))
+    serve = [assern_env.params().command, "serve", "--config", str(config), "--no-stdio", "--http"]
+    with trio.fail_after(60):
+        refused = await trio.run_process(
+            [*serve, "0.0.0.0:0"], env=assern_env.env, capture_stdout=True, capture_stderr=True, check=False
+        )
+        stderr = refused.stderr.decode()
+        assert refused.returncode == 2, stderr
+        assert "serving 0.0.0.0:0 (not a loopback address) needs a bearer token, and none exists" in stderr
+        assert "create one with `assernctl token create NAME`" in stderr
+        assert "serving MCP over HTTP" not in stderr
+        # The command it names is the one that lifts the refusal.
+        ctl = str(Path(assern_env.params().command).with_name("assernctl"))
+        created = await trio.run_process(
+            [ctl, "token", "create", "remote", "--config", str(config)],
+            env=assern_env.env,
+            capture_stdout=True,
+            capture_stderr=True,
+        )
+        token = created.stdout.decode().strip()
+        async with (
+            http_front(assern_env, config, address="0.0.0.0:0") as front,
+            httpx2.AsyncClient(timeout=30) as http,
+        ):
+            assert front.url.startswith("http://0.0.0.0:")
+            local = front.base.replace("0.0.0.0", "127.0.0.1")
+            assert (await http.get(local + "/metrics")).status_code == 401
+            authorized = {"authorization": f"Bearer {token}"}
+            assert (await http.get(local + "/metrics", headers=authorized)).status_code == 200
+
+
 def test_assernctl_token_commands(assern_env: AssernEnv) -> None:
     import subprocess
     import sys

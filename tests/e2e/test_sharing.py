@@ -272,8 +272,14 @@ def as_nobody(python: str, path: Path, line: str) -> str:
 
 
 async def test_a_connection_from_another_user_is_refused(assern_env: AssernEnv, shared_tmp: Path) -> None:
+    # A real second user needs root: the kernel reports the client's real uid, which an
+    # unprivileged user cannot change. Without root, the refusal itself is tested in
+    # tests/actors/listener/test_peer_refusal.py (a foreign uid, real sockets).
     if os.geteuid() != 0:
-        pytest.skip("acting as a second user needs root (to run a client as `nobody`)")
+        pytest.skip(
+            "acting as a second user needs root (to run a client as `nobody`); "
+            "test_peer_refusal.py tests the refusal without root"
+        )
     python = system_python()
     if python is None:
         pytest.skip("no system python3 that the `nobody` user may run")

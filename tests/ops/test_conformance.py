@@ -1,9 +1,9 @@
 """The official MCP conformance harness through assern (ops/conformance/run.py).
 
 The harness needs Node 22 or newer: the machine's own, or the one `run.py
---install-only` installs from the npm registry into ops/conformance/.tools/ (CI does
-that when npm is there). Without it the end-to-end test is skipped; the comparison
-rules are tested either way.
+--install-only` installs from the npm registry into ops/conformance/.tools/ (as
+.ci/run does). Without it the end-to-end tests are skipped, or fail under CI
+(tests/support/needed_tools.py); the comparison rules are tested either way.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from needed_tools import needs
 
 RUN = Path(__file__).resolve().parents[2] / "ops" / "conformance" / "run.py"
 
@@ -31,8 +32,11 @@ def load_runner() -> ModuleType:
 
 
 runner = load_runner()
-needs_node = pytest.mark.skipif(
-    runner.find_node() is None, reason="the conformance harness needs Node >= 22 (run.py --install-only)"
+needs_node = needs(
+    None
+    if runner.find_node() is not None
+    else "the conformance harness needs Node >= 22, which is not installed (run.py --install-only "
+    "installs it)"
 )
 
 

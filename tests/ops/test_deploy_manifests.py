@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from needed_tools import needs_haproxy
 
 DEPLOY = Path(__file__).resolve().parents[2] / "ops" / "deploy"
 K8S = DEPLOY / "kubernetes"
@@ -124,7 +125,7 @@ def test_the_cluster_balancer_keeps_the_rules_of_the_shipped_haproxy_configurati
     assert "assern-replicas.assern.svc.cluster.local" in in_cluster
 
 
-@pytest.mark.skipif(shutil.which("haproxy") is None, reason="haproxy is not installed")
+@needs_haproxy
 def test_the_cluster_balancer_configuration_is_valid(tmp_path: Path) -> None:
     config = tmp_path / "haproxy.cfg"
     config.write_text(HAPROXY["ConfigMap/assern-haproxy"]["data"]["haproxy.cfg"])

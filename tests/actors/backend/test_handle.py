@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import outcome
 import pytest
@@ -11,18 +11,20 @@ import trio
 import trio.testing
 
 from assern.actors.backend import messages as msgs
+from assern.actors.backend.actor import BackendActor
 from assern.actors.backend.backends import BackendsActor
 from assern.actors.backend.handle import BackendHandle, request
 from assern.actors.backend.messages import BackendUnavailable
 from assern.actors.backend.status import BackendState, BackendStatus
 from assern.actors.config.spec import ServerSpec
 from assern.supervisor.cell import Cell
+from assern.supervisor.mailbox import new_reply
 from assern.supervisor.status import ChildState, ChildStatus
 
 
-def ready_handle() -> tuple[BackendHandle, trio.MemoryReceiveChannel[msgs.BackendRequest]]:
+def ready_handle(size: int = 4) -> tuple[BackendHandle, trio.MemoryReceiveChannel[msgs.BackendRequest]]:
     """A backend that looks ready (startup_timeout 5 s, timeout 30 s) and its mailbox."""
-    send, receive = trio.open_memory_channel[msgs.BackendRequest](4)
+    send, receive = trio.open_memory_channel[msgs.BackendRequest](size)
     view: Any = SimpleNamespace(
         status=BackendStatus(server="a", transport="stdio", state=BackendState.READY),
         state=BackendState.READY,
@@ -43,9 +45,53 @@ async def test_a_call_sent_as_its_ready_backend_ends_is_not_left_waiting(
     # one for a starting backend.
     handle, _mailbox = ready_handle()
     started = trio.current_time()
-    with pytest.raises(BackendUnavailable, match="did not become ready within 35 s"):
+    with trio.fail_after(3600), pytest.raises(BackendUnavailable, match="did not become ready within 35 s"):
+        await request(handle, ping)  # unbounded, it waited until `fail_after` (virtual) time
+    assert trio.current_time() - started == pytest.approx(35)
+
+
+async def test_a_call_that_finds_the_mailbox_full_is_not_left_waiting_either(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Calls that found the backend ready piled up as its incarnation ended, until its
+    # mailbox was full: the next call waits even to be queued, and with the same bound.
+    handle, _mailbox = ready_handle(size=1)
+    piled, _ = new_reply()
+    handle.mailbox.send_nowait(ping(piled))
+    started = trio.current_time()
+    with trio.fail_after(3600), pytest.raises(BackendUnavailable, match="did not become ready within 35 s"):
         await request(handle, ping)
     assert trio.current_time() - started == pytest.approx(35)
+
+
+async def test_the_backend_actor_acknowledges_the_calls_it_takes(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # The real actor's mailbox loop lifts the bound as it takes a call: one taken 20 s
+    # after it was sent (by the incarnation that followed the one that ended) may run
+    # its whole timeout after that, past startup_timeout + timeout from its sending.
+    spec = ServerSpec(name="a", transport="stdio", command="true", startup_timeout=5.0, timeout=30.0)
+    send, inbox = trio.open_memory_channel[msgs.BackendRequest](4)
+    actor = BackendActor(spec, inbox, on_change=lambda _: None, on_notification=lambda *_: None)
+    actor.mark(BackendState.READY)
+    handle = BackendHandle(name="a", mailbox=send, view=actor)
+
+    class Session:
+        async def set_logging_level(self, level: str) -> None:
+            await trio.sleep(29)  # within its own 30 s
+
+    async with trio.open_nursery() as nursery:
+
+        async def next_incarnation() -> None:
+            await trio.sleep(20)
+            await actor._serve_mailbox(cast("Any", Session()), nursery)
+
+        nursery.start_soon(next_incarnation)
+        started = trio.current_time()
+        with trio.fail_after(3600):
+            assert await request(handle, ping) is None
+        assert trio.current_time() - started == pytest.approx(49)
+        nursery.cancel_scope.cancel()
 
 
 async def test_once_taken_a_call_is_bounded_by_the_incarnation_not_the_queue(
