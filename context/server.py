@@ -217,10 +217,11 @@ class ContextServer:
         file or holds more than `BURST` paths walks the root again (which also changes
         the watched folders); any other batch re-judges only the paths it names.
 
-        A file saved between the first walk and the moment the watches are in place
-        would be missed: so once the watcher answers for the first time (events, or
-        `WATCH_READY_MS` of none), the root is walked again (stat only) before the index
-        counts as current (`IndexState.ready`).
+        A file saved between a walk and the moment the watches are in place (at the
+        start, or after a folder came or went) would be missed: so each time the watches
+        are set, once the watcher answers for the first time (events, or
+        `WATCH_READY_MS` of none), the root is walked again (stat only); the index counts
+        as current (`IndexState.ready`) after the first such walk.
         """
         while True:
             folders = list(self.folders)
@@ -243,11 +244,12 @@ class ContextServer:
                         if not self.state.watching:  # the watches are in place from here on
                             self.state.watching = True
                             log.info("context watcher started", folders=len(watched))
-                            if not self.state.ready:
-                                await self.bring_in_step()
-                                self.state.ready = True
-                                if set(self.folders) != set(folders):
-                                    break
+                            # what was saved while they were being set (at the start, or
+                            # anew for a changed set of folders) is found by a walk now
+                            await self.bring_in_step()
+                            self.state.ready = True
+                            if set(self.folders) != set(folders):
+                                break
                         if changes and await self.take(changes, watched):
                             break  # the folders changed: watch the new set
                     else:

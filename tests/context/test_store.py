@@ -145,8 +145,12 @@ def test_a_corrupted_database_is_rebuilt(tmp_path: Path) -> None:
 def test_a_database_of_another_schema_is_rebuilt(tmp_path: Path) -> None:
     db = tmp_path / "db.sqlite3"
     Store(db).close()
-    with sqlite3.connect(db) as raw:
-        raw.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    raw = sqlite3.connect(db)
+    try:
+        with raw:  # a transaction: committed on leaving
+            raw.execute("UPDATE meta SET value = '0' WHERE key = 'schema'")
+    finally:
+        raw.close()
     store = Store(db)
     assert store.rebuilt is not None
     assert "schema" in store.rebuilt

@@ -3,10 +3,12 @@ folders, ignore files and bursts, with no watch on ignored folders."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import watchfiles
 
@@ -117,3 +119,41 @@ async def test_a_file_saved_while_the_watcher_starts_is_not_missed(tmp_path: Pat
             nursery.cancel_scope.cancel()
     finally:
         server.store.close()
+
+
+async def test_a_file_saved_while_a_new_folder_is_being_watched_is_not_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new folder means new watches; a file saved in it before they are in place (the
+    window is held open here for a second) is found all the same."""
+    real_awatch = watchfiles.awatch
+    started = 0
+
+    def late_awatch(*paths: str, **options: Any) -> AsyncIterator[set[tuple[watchfiles.Change, str]]]:
+        nonlocal started
+        started += 1
+        first = started == 1
+
+        async def events() -> AsyncIterator[set[tuple[watchfiles.Change, str]]]:
+            if not first:
+                await trio.sleep(1.0)  # the watches of the new set are not in place yet
+            async with contextlib.aclosing(real_awatch(*paths, **options)) as inner:
+                async for changes in inner:
+                    yield changes
+
+        return events()
+
+    monkeypatch.setattr(watchfiles, "awatch", late_awatch)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.py").write_text("def first_function():\n    pass\n")
+    server = ContextServer(root, ScanRules(), tmp_path / "db.sqlite3")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server.keep_index)
+        await _until(lambda: server.state.watching)
+        (root / "pkg").mkdir()
+        (root / "pkg" / "d.py").write_text("def nested_function():\n    pass\n")
+        await _until(lambda: "pkg" in server.folders)
+        (root / "pkg" / "e.py").write_text("def later_function():\n    pass\n")  # in the window
+        await _until(lambda: _where(server, "later_function") == ["pkg/e.py"], limit=10)
+        nursery.cancel_scope.cancel()
