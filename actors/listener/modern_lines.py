@@ -187,10 +187,6 @@ class ModernLines:
         self._sdk_nursery: trio.Nursery | None = None
         self._out: SendRaw | None = None
 
-    @property
-    def sdk_started(self) -> bool:
-        return self._to_sdk is not None
-
     async def serve(
         self, lead: Sequence[tuple[Any, types.JSONRPCMessage]], reader: LineReader, out: SendRaw
     ) -> None:
