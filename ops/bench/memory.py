@@ -75,12 +75,14 @@ async def one_size(backends: int, tools: int, work: Path, mode: str) -> dict[str
     assern = str(Path(sys.executable).with_name("assern"))
     params = StdioServerParameters(command=assern, args=["serve", "--config", str(config)], env=env)
     async with Client(params, mode=mode) as client:
-        pid = assern_of(os.getpid())
         with trio.fail_after(120):
             while len((await client.list_tools()).tools) < backends * tools:  # noqa: ASYNC110
                 await trio.sleep(0.2)  # the backends start in their own time: ask again
             result = await client.call_tool("b01_echo", {"text": "x"})
             assert not result.is_error, result
+        # Only now: a client told its era adopts it without a round trip, so its
+        # `__aenter__` may return before the process is even spawned.
+        pid = assern_of(os.getpid())
         return {
             "backends": backends,
             "tools": backends * tools,
