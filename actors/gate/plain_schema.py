@@ -141,6 +141,10 @@ class _Builder:
             if root or any(key not in _ANNOTATIONS for key in schema if key != "$ref"):
                 return None
             return self.ref(schema["$ref"])
+        if schema.get("type") == "object":
+            flat = self.object_node(schema, root=root)
+            if flat is not None:
+                return flat
         checks: list[PlainCheck] = []
         for key, value in schema.items():
             if key in _ANNOTATIONS or (root and key in ("$schema", "$defs", "definitions")):
@@ -150,6 +154,42 @@ class _Builder:
                 return None
             checks.append(check)
         return _all_of(tuple(checks))
+
+    def object_node(self, schema: Mapping[str, Any], *, root: bool = False) -> PlainCheck | None:
+        """The usual tool schema as one check: an object with `properties` (most of them
+        just typed), `required` and `additionalProperties`, and nothing else. A valid call
+        then costs one function call, not one per keyword and field. None: build it the
+        general way (which also refuses what is not plain)."""
+        skipped = ("$schema", "$defs", "definitions") if root else ()
+        if any(key not in _OBJECT_KEYS and key not in _ANNOTATIONS and key not in skipped for key in schema):
+            return None
+        properties = schema.get("properties", {})
+        required = schema.get("required", [])
+        if not isinstance(properties, Mapping) or not isinstance(required, list):
+            return None
+        if not all(isinstance(n, str) for n in required) or len(set(required)) != len(required):
+            return None
+        typed: dict[str, tuple[type, ...]] = {}
+        others: dict[str, PlainCheck] = {}
+        for name, sub in properties.items():
+            kinds = _bare_type(sub)
+            if kinds is not None:
+                typed[name] = kinds
+                continue
+            check = self.node(sub)
+            if check is None:
+                return None
+            others[name] = check
+        closed, extra = False, None
+        if "additionalProperties" in schema:
+            more = schema["additionalProperties"]
+            if more is False:
+                closed = True
+            else:
+                extra = self.node(more)
+                if extra is None:
+                    return None
+        return _object_check(typed, others, tuple(required), closed=closed, extra=extra)
 
     def keyword(self, schema: Mapping[str, Any], key: str, value: Any) -> PlainCheck | None:
         """The check of one keyword of a plain schema, or None when it is not plain."""
@@ -198,6 +238,64 @@ class _Builder:
 
 def _anything(value: Any) -> bool:
     return True
+
+
+#: The keywords `object_node` takes (with `type`, which must be "object").
+_OBJECT_KEYS = frozenset({"type", "properties", "required", "additionalProperties"})
+#: The exact Python types of decoded JSON values of each type (an int subclass such as
+#: bool is not an integer; a subclass of anything is "not known", left to the compiler).
+_EXACT: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "object": (dict,),
+    "array": (list,),
+    "boolean": (bool,),
+    "null": (type(None),),
+    "integer": (int,),
+    "number": (int, float),
+}
+
+
+def _bare_type(schema: Any) -> tuple[type, ...] | None:
+    """The exact types of a schema that is one `type` and annotations, else None."""
+    if not isinstance(schema, Mapping):
+        return None
+    kind = schema.get("type")
+    if not isinstance(kind, str) or kind not in _EXACT:
+        return None
+    if any(key != "type" and key not in _ANNOTATIONS for key in schema):
+        return None
+    return _EXACT[kind]
+
+
+def _object_check(
+    typed: dict[str, tuple[type, ...]],
+    others: dict[str, PlainCheck],
+    required: tuple[str, ...],
+    *,
+    closed: bool,
+    extra: PlainCheck | None,
+) -> PlainCheck:
+    def check(value: Any) -> bool:
+        if type(value) is not dict:
+            return False
+        for name in required:
+            if name not in value:
+                return False
+        for name, field in value.items():
+            kinds = typed.get(name)
+            if kinds is not None:
+                if type(field) not in kinds:
+                    return False
+                continue
+            sub = others.get(name)
+            if sub is not None:
+                if not sub(field):
+                    return False
+            elif closed or (extra is not None and not extra(field)):
+                return False
+        return True
+
+    return check
 
 
 def _all_of(checks: tuple[PlainCheck, ...]) -> PlainCheck:

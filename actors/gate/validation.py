@@ -95,6 +95,7 @@ class Check:
     open: bool = True
     plain: bool = False
     _plain_check: PlainCheck | None = None
+    _named: frozenset[str] = frozenset()
     problem: str | None = None
     told: bool = False
     _validator: Any = None
@@ -118,10 +119,11 @@ class Check:
             if self._plain_check is None:  # not plain after all: the compiler decides
                 self.plain = False
                 return False
+            self._named = frozenset(self.fields)
         if not self._plain_check(value):
             return False
-        if unknown_fields and not self.open and isinstance(value, Mapping):
-            return all(name in self.fields for name in value)
+        if unknown_fields and not self.open and (type(value) is dict or isinstance(value, Mapping)):
+            return self._named.issuperset(value)
         return True
 
     def is_valid(self, value: Any) -> bool:

@@ -194,12 +194,17 @@ def too_long(head: bytes) -> bytes:
     return error(recover_id(head), INVALID_REQUEST, message)
 
 
+#: One encoder for every line (`json.dumps` with options builds a new one per call).
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def encode(message: Any) -> bytes:
     """One JSON line, compact and in UTF-8."""
     try:
-        return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+        return _COMPACT(message).encode() + b"\n"
     except UnicodeEncodeError:  # a lone surrogate in some string: escape everything
-        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        return _COMPACT_ASCII(message).encode() + b"\n"
 
 
 def request(request_id: RequestId, method: str, params: Mapping[str, Any] | None = None) -> bytes:
@@ -230,7 +235,7 @@ def encoded_result(request_id: RequestId | None, body: bytes) -> bytes:
     joined, not parsed and written again. `join`, not %-formatting: `bytes %` copies a
     long body about 50 times slower.
     """
-    head = b'{"jsonrpc":"2.0","id":' + json.dumps(request_id, ensure_ascii=False).encode() + b',"result":'
+    head = b'{"jsonrpc":"2.0","id":' + _COMPACT(request_id).encode() + b',"result":'
     return b"".join((head, body, b"}\n"))
 
 

@@ -222,3 +222,57 @@ def test_each_keyword_alone_agrees_with_the_compiler(schema: Any, value: Any) ->
 @given(schema=_schemas(), value=_values)
 def test_a_plain_schema_is_valid_and_a_plain_yes_is_the_compilers_yes(schema: Any, value: Any) -> None:
     _agrees(schema, value)
+
+
+def _has_integral_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return value.is_integer()
+    if isinstance(value, list):
+        return any(_has_integral_float(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_integral_float(item) for item in value.values())
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(schema=_schemas(), value=_values)
+def test_a_plain_checker_says_yes_to_every_valid_value_it_can_tell(schema: Any, value: Any) -> None:
+    """The other side: a valid call must not cost a compiled check. Only 1.0 as an
+    integer is left to the compiler."""
+    check = plain_checker(schema)
+    if check is None or _has_integral_float(value):
+        return
+    assert check(value) == jsonschema_rs.validator_for(schema).is_valid(value), (schema, value)
+
+
+def test_the_usual_tool_schema_is_one_check_and_still_exact() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string", "description": "what to say"},
+            "count": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["text"],
+        "additionalProperties": False,
+    }
+    check = plain_checker(schema)
+    assert check is not None
+    assert check({"text": "x", "count": 2, "ratio": 0.5, "tags": ["a"]})
+    assert check({"text": "x", "ratio": 2})
+    for invalid in (
+        {},  # required
+        {"text": 1},
+        {"text": "x", "count": True},  # a boolean is no integer
+        {"text": "x", "count": 1.5},
+        {"text": "x", "tags": [1]},
+        {"text": "x", "other": 1},  # additionalProperties: false
+        ["text"],
+    ):
+        assert not check(invalid), invalid
+
+    class Text(str):
+        pass
+
+    assert not check({"text": Text("x")})  # not a decoded JSON value: left to the compiler
