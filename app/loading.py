@@ -42,3 +42,23 @@ class FullCollectionsDeferred:
         if self._found[2] != DEFERRED:  # else another block, still open, restores them
             gc.set_threshold(*self._found)
         gc.freeze()
+
+
+def import_structlog_without_greenlet() -> None:
+    """Import structlog with `greenlet` hidden, unless either is loaded already.
+
+    structlog imports its deprecated `threadlocal` module on import, which imports
+    greenlet when it is installed (trio-asyncio, used only by asyncio middlewares, installs
+    it): 1.4 MB resident in every instance, for a thread-local replacement assern never
+    uses. Hidden, structlog takes `threading.local` instead; greenlet imports normally
+    afterwards, for trio-asyncio when an asyncio middleware is configured.
+    """
+    import sys
+
+    if "structlog" in sys.modules or "greenlet" in sys.modules:
+        return
+    sys.modules["greenlet"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    try:
+        import structlog  # noqa: F401
+    finally:
+        del sys.modules["greenlet"]

@@ -99,9 +99,10 @@ def main() -> int:
         code = quick_proxy(argv, os.environ, cwd)
         if code is not None:
             return code
-    from assern.app.loading import FullCollectionsDeferred
+    from assern.app.loading import FullCollectionsDeferred, import_structlog_without_greenlet
 
     with FullCollectionsDeferred():
+        import_structlog_without_greenlet()
         from assern.app.cli import assern_main
 
     return assern_main(argv)

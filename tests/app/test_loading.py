@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import importlib
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -51,3 +53,19 @@ def test_a_failed_import_restores_the_thresholds() -> None:
     with pytest.raises(ModuleNotFoundError), FullCollectionsDeferred():
         importlib.import_module("assern.no_such_module")
     assert gc.get_threshold() == FOUND
+
+
+def test_structlog_is_imported_without_greenlet_which_still_imports_afterwards() -> None:
+    code = (
+        "import sys\n"
+        "from assern.app.loading import import_structlog_without_greenlet\n"
+        "import_structlog_without_greenlet()\n"
+        "import structlog\n"
+        "print('structlog' in sys.modules, 'greenlet' in sys.modules)\n"
+        "structlog.contextvars.bind_contextvars(fine=1)\n"
+        "import greenlet\n"
+        "print(greenlet.getcurrent() is not None)\n"
+    )
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.split() == ["True", "False", "True"]

@@ -27,8 +27,9 @@ pytestmark = pytest.mark.e2e
 #: Modules of features a default configuration does not use: the HTTP front, /metrics,
 #: the JSON Schema compiler (the time server's schemas are plain, and its calls valid),
 #: the search index's stemmer, the asyncio bridge, the semantic extra, the YAML layout,
-#: the context server (a process of its own, when configured), and the `mcp` SDK's
-#: server and client.
+#: the context server (a process of its own, when configured), the `mcp` SDK's server
+#: and client, and greenlet's extension (which structlog would load for nothing:
+#: app/loading.py; the failed import of `greenlet` it is shown instead still has a line).
 UNUSED = (
     "assern.context",
     "tree_sitter",
@@ -40,6 +41,7 @@ UNUSED = (
     "jsonschema_rs",
     "snowballstemmer",
     "trio_asyncio",
+    "greenlet._greenlet",
     "wordllama",
     "numpy",
     "yaml",
