@@ -42,6 +42,9 @@ class Gate:
             not (its tool is then served unvalidated); see `broken` for what compiling
             found later.
         chain: The middlewares around the forwarding (None: none).
+        raw: Whether the raw lane may pass the call itself (validation is synchronous; a
+            confirmation waits for the client and middlewares work on models, so the
+            session path takes those calls). Derived, read on every call.
     """
 
     validate: ValidateMode = "off"
@@ -50,12 +53,10 @@ class Gate:
     confirm: bool = False
     schema_problem: str | None = None
     chain: Chain | None = None
+    raw: bool = attrs.field(init=False)
 
-    @property
-    def raw(self) -> bool:
-        """Whether the raw lane may pass the call itself (validation is synchronous; a
-        confirmation waits for the client and middlewares work on models, so the session
-        path takes those calls)."""
+    @raw.default
+    def _raw(self) -> bool:
         return not self.confirm and self.chain is None
 
     @property

@@ -26,6 +26,7 @@ from mcp_types import PROTOCOL_VERSION_META_KEY
 from assern.actors.backend import messages as msgs
 from assern.actors.backend.forward import error_of, swap_id
 from assern.actors.backend.handle import BackendHandle, request
+from assern.actors.backend.splice import SpliceLane
 from assern.actors.gate.gate import Gate, screen_arguments, screen_result
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
@@ -46,10 +47,12 @@ log = structlog.get_logger()
 
 @attrs.frozen
 class RawRoute:
-    """A tools/call the raw lane takes: its backend, the backend's own tool name, the
-    arguments to send, and the gate that checks its answer (None: nothing to check)."""
+    """A tools/call the raw lane takes: its backend (and the backend's splice lane), the
+    backend's own tool name, the arguments to send, and the gate that checks its answer
+    (None: nothing to check)."""
 
     handle: BackendHandle
+    lane: SpliceLane
     tool: str
     arguments: dict[str, Any] | None
     gate: Gate | None
@@ -76,7 +79,10 @@ def raw_route(
         name, arguments = chosen[0].name, chosen[1]
     route = catalog.tools.get(name)
     handle = routing.shared.directory().get(route.server) if route is not None else None
-    if route is None or handle is None or not handle.lane.fast_path:
+    if route is None or handle is None:
+        return None
+    lane = handle.lane
+    if not lane.fast_path:
         return None
     gate = route.gate
     if gate is not None:
@@ -87,7 +93,7 @@ def raw_route(
             return stopped
         if gate.outputs is None:
             gate = None  # nothing to check on the way back
-    return RawRoute(handle, route.original, arguments, gate)
+    return RawRoute(handle, lane, route.original, arguments, gate)
 
 
 class RawLane:
@@ -173,7 +179,7 @@ class RawLane:
         handle, original, arguments, gate = taken.handle, taken.tool, taken.arguments, taken.gate
         backend_meta = end_to_end_meta(meta)
         reply = RawReply(self, request_id, token, handle.name, gate, original)
-        spliced = handle.lane.splice(
+        spliced = taken.lane.splice(
             original,
             arguments,
             reply,
