@@ -204,8 +204,10 @@ class ContextServer:
         self.started_at = round(time.time(), 3)
 
     def identity(self) -> dict[str, Any]:
-        """What the state table says of the process itself (written again after a rebuild)."""
+        """What the state table says of the process before a walk of a fresh database
+        (at the start, and again after a rebuild): the walk is about to start."""
         return {
+            "phase": "starting",
             "pid": os.getpid(),
             "root": str(self.root),
             "started_at": self.started_at,

@@ -130,8 +130,9 @@ def context_args(args: Sequence[str]) -> ContextArgs | None:
 def progress_line(index: Mapping[str, Any], *, now: float | None = None) -> str:
     """One line saying where an index stands, for people.
 
-    "indexing 40 of 120 files (33%), 5 s" while a walk's files are indexed; else
-    "current" (or "not indexed yet"), with the last update's age.
+    "indexing 40 of 120 files (33%), 5 s" while a walk's files are indexed, "checking
+    the files" while it walks them, else "current" (or "not indexed yet"), with the last
+    update's age.
     """
     if "error" in index:
         return f"unreadable: {index['error']}"
@@ -145,7 +146,9 @@ def progress_line(index: Mapping[str, Any], *, now: float | None = None) -> str:
         return "not indexed yet"
     last = index.get("last_update")
     age = f", updated {_age(now - float(last))} ago" if isinstance(last, int | float) else ""
-    return f"current{age}" if index.get("phase") != "indexing" else f"checking the files{age}"
+    if index.get("phase") in ("starting", "indexing"):
+        return f"checking the files{age}"
+    return f"current{age}"
 
 
 def _age(seconds: float) -> str:
