@@ -1,7 +1,7 @@
 """The control socket's view of builtin context servers: their index state in `status`,
 and `context_reindex`.
 
-A context server publishes its index state in its own database (assern.context.state):
+A context server publishes its index state in its own database (context_index.py):
 `status` reads it (read-only, in a worker thread) for each context backend and adds it
 to the backend's entry as `context`, so neither the instance nor `assernctl` ever waits
 on the context process. `context_reindex` forwards a reindex to the running process as a
@@ -13,49 +13,19 @@ from __future__ import annotations
 
 import os
 import signal
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from assern.actors.config.home import default_assern_home
-from assern.actors.config.merge import database_path
 from assern.actors.listener import control_protocol as proto
+from assern.actors.listener.context_index import context_servers, index_entry
 from assern.actors.listener.control_protocol import Command, ControlFailure
-from assern.context.state import ContextArgs, context_args, read_index
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from assern.actors.backend.handle import BackendHandle
     from assern.actors.config.spec import ResolvedConfig
-
-
-def context_servers(config: ResolvedConfig) -> dict[str, ContextArgs]:
-    """The builtin context servers of `config`, by name."""
-    found = {}
-    for name, spec in config.servers.items():
-        args = context_args(spec.args)
-        if args is not None:
-            found[name] = args
-    return found
-
-
-def database_of(args: ContextArgs, environ: Mapping[str, str]) -> Path:
-    """The database a context server keeps its index in (the path it was given, else
-    the one it computes itself under `$ASSERN_HOME`)."""
-    if args.db is not None:
-        return Path(args.db)
-    return database_path(default_assern_home(environ), Path(args.root))
-
-
-def index_entry(args: ContextArgs, environ: Mapping[str, str]) -> dict[str, Any]:
-    """One context server's `context` entry: its root, database and what it holds (blocking)."""
-    db = database_of(args, environ)
-    found = read_index(db)
-    if found is None:
-        return {"root": args.root, "database": str(db), "indexed": False}
-    return {"root": args.root, **found, "indexed": True}
 
 
 async def add_context(doc: dict[str, Any], config: ResolvedConfig) -> None:

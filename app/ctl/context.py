@@ -8,8 +8,10 @@ each configured context server's database holds, as the last run left it (the wa
 then "not running"). `--watch` follows the indexes with a progress bar until every one
 is current.
 
-`search` ranks as the `semantic_search` tool does: through the running instance (the
-tool itself, called as `assernctl call` would), else on the index as it was left.
+`search` ranks as the `semantic_search` tool does: it is that tool, called through the
+running instance (as `assernctl call` would), else on the context servers started for
+this one search (direct mode, as `assernctl call` does), once each has brought its
+index in step.
 
 `reindex` asks the running context servers to re-check their whole root (every file
 hashed again, what changed indexed, what is gone dropped; `--full` rebuilds the
@@ -25,11 +27,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assern.actors.listener.control_context import context_servers, index_entry
+from assern.actors.listener.context_index import context_servers, index_entry, progress_line, read_index
 from assern.app.control_client import ControlError, request
 from assern.app.ctl.common import Usage, find_instance, no_instance, print_json
 from assern.app.running import environ
-from assern.context.state import progress_line, read_index
 
 if TYPE_CHECKING:
     import argparse
@@ -290,29 +291,55 @@ def _search_running(instance: Instance, name: str, arguments: Mapping[str, Any])
     return structured
 
 
-def _search_index(config: ResolvedConfig, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """`semantic_search` on the index as its server left it (no instance runs)."""
-    from assern.context.scan import SecretFilter
-    from assern.context.store import Store
-    from assern.context.terms import Terms
-    from assern.context.tools import Engine, IndexState, ToolError
+#: Seconds a search without an instance waits for the context server it starts to bring
+#: its index in step (it answers from what is indexed by then).
+DIRECT_WAIT = 120.0
 
-    found = context_servers(config)[name]
-    entry = index_entry(found, environ())
-    if not entry["indexed"]:
-        raise Failed(f"{name}: {found.root} was never indexed (the context server builds it when it starts)")
-    store = Store(Path(entry["database"]))
-    try:
-        state = IndexState(pending=int(entry.get("pending") or 0), ready=True)
-        engine = Engine(Path(found.root), store, Terms(), SecretFilter(found.secrets), state)
-        try:
-            answer = engine.call("semantic_search", arguments)
-        except ToolError as exc:
-            raise Failed(f"{name}: {exc}") from None
-    finally:
-        store.close()
-    assert answer.structured is not None
-    return answer.structured
+
+def _search_direct(
+    config: ResolvedConfig, names: Sequence[str], arguments: Mapping[str, Any], log_level: str
+) -> list[dict[str, Any]]:
+    """`semantic_search` on context servers started for this search (no instance runs):
+    each brings its index in step first (what changed since it last ran), then answers."""
+    import attrs
+    import trio
+
+    from assern.actors.config.home import default_assern_home
+    from assern.actors.jsonrpc.errors import RpcError
+    from assern.actors.listener.inproc import call_tool
+    from assern.app.running import with_tree
+    from assern.supervisor.io.logs import configure_logging
+
+    async def body(tree: Any) -> list[dict[str, Any]]:
+        answers = []
+        for name in names:
+            routes = [r for r in tree.catalog.value.tools.values() if r.server == name]
+            tool = next((r.name for r in routes if r.original == "semantic_search"), None)
+            if tool is None:
+                return [{"error": f"{name}: the context server did not start (see `assernctl logs`)"}]
+            with trio.move_on_after(DIRECT_WAIT):
+                while True:
+                    try:
+                        result = await call_tool(tree.shared, tool, dict(arguments), "assernctl")
+                    except RpcError as exc:
+                        return [{"error": f"{name}: {exc.message}"}]
+                    structured = result.get("structuredContent")
+                    if result.get("isError") or structured is None or not structured["index"]["pending"]:
+                        break
+                    await trio.sleep(POLL)  # the index is built by another process
+            if result.get("isError") or structured is None:
+                text = " ".join(block.get("text", "") for block in result.get("content") or ())
+                return [{"error": f"{name}: {text}"}]
+            answers.append({"server": name, **structured})
+        return answers
+
+    chosen = attrs.evolve(config, servers={name: config.servers[name] for name in names})
+    with configure_logging(default_assern_home(environ()) / "logs", level=log_level):
+        found: list[dict[str, Any]] = trio.run(with_tree, chosen, lambda: chosen, body)
+    for answer in found:
+        if "error" in answer:
+            raise Failed(answer["error"])
+    return found
 
 
 def result_lines(name: str, found: Mapping[str, Any]) -> list[str]:
@@ -344,10 +371,11 @@ def cmd_context_search(args: argparse.Namespace) -> int:
         names = _servers(config, args.server)
         assert config is not None
         print(
-            "(no assern instance runs for this configuration: searching each index as its server left it)",
+            "(no assern instance runs for this configuration: the context servers were started "
+            "for this search)",
             file=sys.stderr,
         )
-        answers = [{"server": n, **_search_index(config, n, arguments)} for n in names]
+        answers = _search_direct(config, names, arguments, args.log_level)
     if args.json:
         print_json({"query": arguments["query"], "servers": answers})
     else:

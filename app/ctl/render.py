@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assern.context.state import progress_line
+from assern.actors.listener.context_index import progress_line
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 import trio
 
+from assern.actors.listener.context_index import context_args, progress_line, read_index
 from assern.app.ctl.context import entry_lines
 from assern.app.ctl.render import context_line
 from assern.context.scan import ScanRules
 from assern.context.server import ContextServer
-from assern.context.state import context_args, progress_line, read_index, write_state
+from assern.context.state import write_state
 from assern.context.store import Store
 
 
@@ -108,7 +109,7 @@ async def test_the_first_index_publishes_its_progress_batch_by_batch(tmp_path: P
         seen.append(found)
         return run_batch(*args)
 
-    server.indexer.run_batch = watched  # type: ignore[method-assign]
+    server.indexer.run_batch = watched  # type: ignore[method-assign,assignment]
     try:
         await server.keep_index()
     finally:
