@@ -63,8 +63,8 @@ async def context_reindex(
         )
     names = [server] if server is not None else list(servers)
     environ = dict(os.environ)
-    asked = []
-    for name in names:
+    running: dict[str, int] = {}
+    for name in names:  # every one is checked before any is asked
         handle = directory.get(name)
         state = handle.status.state.value if handle is not None else "not started"
         pid = handle.status.pid if handle is not None else None
@@ -76,6 +76,9 @@ async def context_reindex(
                 {"server": name, "state": state},
                 command.id,
             )
+        running[name] = pid
+    asked = []
+    for name, pid in running.items():
         entry = await trio.to_thread.run_sync(index_entry, servers[name], environ)
         # a process that has not written its state yet counts its reindexes from 0
         before = int(entry.get("reindex_asked") or 0) if entry.get("pid") == pid else 0

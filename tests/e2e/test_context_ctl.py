@@ -177,6 +177,18 @@ async def test_status_search_and_reindex_through_the_instance(
         assert done.returncode == 1
         assert "'nope' is not a context server (context servers: code)" in err(done)
 
+        # a stopped context server: said as such, and not asked to reindex
+        done = await ctl(assern_env, "stop", "code", *at)
+        assert done.returncode == 0, err(done)
+        done = await ctl(assern_env, "context", "reindex", *at)
+        assert done.returncode == 1
+        assert "the context server 'code' is not running (state: stopped)" in err(done)
+        done = await ctl(assern_env, "context", "status", *at)
+        assert done.returncode == 0, err(done)
+        assert f"code: {root} (stopped)\n" in out(done)
+        assert "  watcher   not running\n" in out(done)
+        assert "watcher not running; as the last run left it" in out(await ctl(assern_env, "status", *at))
+
         done = await ctl(assern_env, "shutdown", *at)
         assert done.returncode == 0, err(done)
 
