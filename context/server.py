@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import functools
 import os
+import signal
 import sqlite3
 import sys
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 import mcp_types as types
 import structlog
 import trio
@@ -42,6 +44,7 @@ from assern.context.scan import (
     check_file,
     scan,
 )
+from assern.context.state import write_state
 from assern.context.store import Store, database_path
 from assern.context.terms import Terms
 from assern.context.tools import READ_ONLY, TOOLS, Engine, IndexState, ToolError
@@ -191,17 +194,71 @@ class ContextServer:
         self.secret = SecretFilter(rules.secrets)
         self.engine = Engine(root, self.store, Terms(), self.secret, self.state, signals=signals)
         self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
+        #: one walk or batch of events at a time (the watcher's, or a reindex asked)
+        self.lock = trio.Lock()
+        #: reindexes asked (signals received) and done, published for `assernctl`
+        self.reindex_asked = 0
+        self.reindex_done = 0
+        #: the watcher's state as published (state.WATCHER_STATES)
+        self.watcher = "starting" if watch else "off"
+        self.started_at = round(time.time(), 3)
+
+    def identity(self) -> dict[str, Any]:
+        """What the state table says of the process before a walk of a fresh database
+        (at the start, and again after a rebuild): the walk is about to start."""
+        return {
+            "phase": "starting",
+            "pid": os.getpid(),
+            "root": str(self.root),
+            "started_at": self.started_at,
+            "watcher": self.watcher,
+            "reindex_asked": self.reindex_asked,
+            "reindex_done": self.reindex_done,
+        }
+
+    def publish(self, **values: Any) -> None:
+        """Write what people may read of the index (state.py); blocking. A failure to
+        write it is logged, never raised: it must not stop the index."""
+        try:
+            self.store.run_write(functools.partial(write_state, values=values))
+        except sqlite3.Error as exc:
+            log.warning("context state not written", error=f"{type(exc).__name__}: {exc}")
+
+    async def announce(self, **values: Any) -> None:
+        await trio.to_thread.run_sync(functools.partial(self.publish, **values))
+
+    async def on_signals(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Reindex when asked (`assernctl context reindex`, through the instance):
+        SIGUSR1 re-checks every file (hashes them, indexes what changed, drops what is
+        gone), SIGUSR2 rebuilds the database from scratch first."""
+        with trio.open_signal_receiver(signal.SIGUSR1, signal.SIGUSR2) as received:
+            task_status.started()
+            async for signum in received:
+                full = signum == signal.SIGUSR2
+                self.reindex_asked += 1
+                asked = self.reindex_asked
+                log.info("context reindex asked", full=full)
+                await self.announce(reindex_asked=asked)
+                async with self.lock:
+                    if full:
+                        await trio.to_thread.run_sync(self.store.rebuild, "a full reindex was asked")
+                        await self.announce(**self.identity())
+                    await self._bring_in_step(rehash=True)
+                self.reindex_done = asked
+                await self.announce(reindex_done=asked)
 
     async def keep_index(self) -> None:
         """Bring the index in step with the files, then keep it there with a file watcher
         (unless `watch` is off). A database found broken on the way is rebuilt (and
         logged) and the index made again, once."""
+        await self.announce(**self.identity())
         try:
             await self.bring_in_step()
         except sqlite3.DatabaseError as exc:
             reason = f"{type(exc).__name__}: {exc}"
             log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
             await trio.to_thread.run_sync(self.store.rebuild, reason)
+            await self.announce(**self.identity())
             await self.bring_in_step()
         if not self.watch_files:
             self.state.ready = True
@@ -244,6 +301,8 @@ class ContextServer:
                         if not self.state.watching:  # the watches are in place from here on
                             self.state.watching = True
                             log.info("context watcher started", folders=len(watched))
+                            self.watcher = "watching"
+                            await self.announce(watcher=self.watcher)
                             # what was saved while they were being set (at the start, or
                             # anew for a changed set of folders) is found by a walk now
                             await self.bring_in_step()
@@ -259,6 +318,8 @@ class ContextServer:
                 self.state.watching = False
                 self.state.ready = True
                 log.warning("context watcher stopped", error=f"{type(exc).__name__}: {exc}")
+                self.watcher = "stopped"
+                await self.announce(watcher=self.watcher)
                 return
 
     async def take(self, changes: set[tuple[watchfiles.Change, str]], watched: set[str]) -> bool:
@@ -270,7 +331,8 @@ class ContextServer:
             await self.bring_in_step()
             return set(self.folders) != before
         if paths:
-            await trio.to_thread.run_sync(self.reindex, paths)
+            async with self.lock:
+                await trio.to_thread.run_sync(self.reindex, paths)
         return False
 
     def reindex(self, paths: list[str]) -> None:
@@ -287,9 +349,16 @@ class ContextServer:
             log.warning("context file not indexed", path=path, problem=problem)
         if todo.changed or gone:
             log.info("context files updated", indexed=len(todo.changed), deleted=len(gone))
+            self.publish(last_update=round(time.time(), 3))
 
     async def bring_in_step(self) -> None:
         """Index what changed since the database last saw the files, one batch per transaction."""
+        async with self.lock:
+            await self._bring_in_step()
+
+    async def _bring_in_step(self, *, rehash: bool = False) -> None:
+        """`bring_in_step`, the lock held; `rehash` reads every file again (a file whose
+        size and mtime stayed the same is still hashed, and re-indexed if it changed)."""
         started = time.monotonic()
         found = await trio.to_thread.run_sync(
             functools.partial(scan, self.root, self.rules, secret=self.secret)
@@ -301,10 +370,15 @@ class ContextServer:
                 log.info("context file skipped", path=skipped.path, reason=skipped.reason)
         known = await trio.to_thread.run_sync(self.store.known)
         todo = plan(found.files, known)
+        if rehash:
+            todo = attrs.evolve(todo, changed=tuple(found.files))
         self.state.pending = len(todo.changed)
         # the first walk is always told; later ones (the watcher's) only when they find work
-        told = self.walks == 0 or bool(todo.changed or todo.deleted)
+        told = self.walks == 0 or rehash or bool(todo.changed or todo.deleted)
         self.walks += 1
+        progress = {"total": len(todo.changed), "done": 0, "started_at": round(time.time(), 3)}
+        if told:
+            await self.announce(phase="indexing", pending=self.state.pending, progress=progress)
         if told:
             log.info(
                 "context index starting",
@@ -318,20 +392,27 @@ class ContextServer:
             problems = await trio.to_thread.run_sync(self.indexer.run_batch, batch, known, deleted)
             deleted = ()
             self.state.pending -= len(batch)
+            progress["done"] += len(batch)
+            if told:
+                await self.announce(pending=self.state.pending, progress=progress)
             for path, problem in problems:
                 log.warning("context file not indexed", path=path, problem=problem)
         self.state.complete = True
         if not told:
             return
         files, chunks = await trio.to_thread.run_sync(self.store.counts)
+        seconds = round(time.monotonic() - started, 3)
         log.info(
             "context index complete",
             files=files,
             chunks=chunks,
             reindexed=len(todo.changed),
             deleted=len(todo.deleted),
-            seconds=round(time.monotonic() - started, 3),
+            seconds=seconds,
         )
+        now = round(time.time(), 3)
+        last_index = {"finished_at": now, "seconds": seconds, "files": len(todo.changed)}
+        await self.announce(phase="current", pending=0, last_update=now, last_index=last_index)
 
     async def list_tools(self, ctx: ServerRequestContext[Any], params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -382,6 +463,7 @@ async def serve(context: ContextServer) -> None:
     options = server.create_initialization_options(NotificationOptions())
     try:
         async with trio.open_nursery() as nursery:
+            await nursery.start(context.on_signals)
             nursery.start_soon(context.keep_index)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, options)
@@ -391,6 +473,9 @@ async def serve(context: ContextServer) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # until the reindex signals are received (serve), they must not end the process
+    for signum in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(signum, signal.SIG_IGN)
     args = parse_args(argv)
     configure_logging()
     root = Path(args.root).resolve()

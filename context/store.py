@@ -25,7 +25,7 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -186,6 +186,18 @@ class Store:
             self._discard()
             self.rebuilt = reason
             self._db = self._open()
+
+    def run_write(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        """Run `work` on the database in one transaction (for the tables other modules
+        keep in it, such as state.py's)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                work(self._db)
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     # -- the indexer's side -------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener import exposure
+from assern.actors.listener.control_context import add_context, context_reindex
 from assern.actors.listener.control_protocol import Command, ControlFailure
 from assern.actors.listener.inproc import call_tool
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
@@ -90,7 +91,7 @@ async def _hello(plane: ControlPlane, command: Command) -> dict[str, Any]:
 
 async def _status(plane: ControlPlane, command: Command) -> dict[str, Any]:
     config = plane.config.value
-    return instance_report(
+    doc = instance_report(
         info=plane.info,
         config=config,
         fingerprint=plane.fingerprint(config),
@@ -102,6 +103,8 @@ async def _status(plane: ControlPlane, command: Command) -> dict[str, Any]:
         clock=trio.current_time(),
         catalog=plane.shared.catalog.value,
     )
+    await add_context(doc, config)
+    return doc
 
 
 async def _settled(plane: ControlPlane) -> None:
@@ -240,6 +243,10 @@ async def _reload(plane: ControlPlane, command: Command) -> dict[str, Any]:
     }
 
 
+async def _context_reindex(plane: ControlPlane, command: Command) -> dict[str, Any]:
+    return await context_reindex(command, plane.config.value, plane.shared.directory())
+
+
 async def _shutdown(plane: ControlPlane, command: Command) -> dict[str, Any]:
     return {"stopping": True, "pid": plane.info.pid}
 
@@ -255,6 +262,7 @@ HANDLERS: dict[str, Handler] = {
     "start": _server_command,
     "reload": _reload,
     "shutdown": _shutdown,
+    "context_reindex": _context_reindex,
 }
 
 

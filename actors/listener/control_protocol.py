@@ -32,6 +32,7 @@ COMMANDS: Mapping[str, str] = {
     "start": "start one backend: server",
     "reload": "resolve the configuration again and apply the difference",
     "shutdown": "stop the instance (every backend gets its graceful stop)",
+    "context_reindex": "context servers re-check their root: optional server, full (rebuild)",
 }
 
 # Error codes: stable strings that scripts may match on.

@@ -6,12 +6,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assern.actors.identity import __version__
 from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
 from assern.app.ctl.common import Usage
+from assern.app.ctl.context import cmd_context
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
@@ -79,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         _config_options(command)
         command.add_argument("--json", action="store_true", help="machine-readable output")
 
+    _context_parser(sub)
+
     logs = sub.add_parser("logs", help="print (and follow) the log, readably")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=20, help="how many last lines first (-1: all)")
@@ -87,6 +90,33 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--grep", help="only lines containing this text (case-insensitive)")
     logs.add_argument("--json", action="store_true", help="the raw JSON lines")
     return parser
+
+
+def _context_parser(sub: Any) -> None:
+    """`assernctl context status|search|reindex` (app/ctl/context.py)."""
+    context = sub.add_parser(
+        "context",
+        help="the context servers' indexes: status, search QUERY, reindex",
+        description='The indexes of the builtin context servers (builtin = "context"): see docs/context.md.',
+    )
+    commands = context.add_subparsers(dest="context_command", required=True)
+    status = commands.add_parser(
+        "status", help="each context server's index: files, chunks, size, pending, watcher, progress"
+    )
+    status.add_argument("--watch", action="store_true", help="follow the indexes until each one is current")
+    search = commands.add_parser("search", help="search the indexes as the semantic_search tool does")
+    search.add_argument("query", nargs="+", help="the question or the names to look for")
+    search.add_argument("--top-k", type=int, help="how many results per server (1-50, default 10)")
+    search.add_argument("--path", help="only files matching this glob (src/**/*.py)")
+    reindex = commands.add_parser(
+        "reindex", help="the running context servers check every file again (hash, index, drop)"
+    )
+    reindex.add_argument("--full", action="store_true", help="rebuild the database from scratch")
+    reindex.add_argument("--no-wait", action="store_true", help="start the reindex and return at once")
+    for command in commands.choices.values():
+        command.add_argument("--server", help="only this context server")
+        _config_options(command)
+        command.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -101,6 +131,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "shutdown": cmd_shutdown,
     "token": cmd_token,
     "logs": cmd_logs,
+    "context": cmd_context,
 }
 
 

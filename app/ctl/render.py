@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from assern.actors.listener.context_index import progress_line
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -51,6 +53,19 @@ def client_line(client: Mapping[str, Any]) -> str:
     return f"{client['id']}: {', '.join(facts)}"
 
 
+def context_line(index: Mapping[str, Any], *, running: bool) -> str:
+    """A context server's index in one line: files, pending, watcher, where it stands."""
+    if not index.get("indexed"):
+        return "index none yet"
+    if "error" in index:
+        return f"index {progress_line(index)}"
+    watcher = index.get("watcher", "-") if running else "not running"
+    facts = [f"{index.get('files', 0)} files", f"{index.get('chunks', 0)} chunks"]
+    facts += [f"{index.get('pending', 0)} pending", f"watcher {watcher}"]
+    where = progress_line(index) if running else "as the last run left it"
+    return f"index {', '.join(facts)}; {where}"
+
+
 def render_status(doc: Mapping[str, Any]) -> list[str]:
     """The readable form of one instance's status document."""
     project = doc.get("project") or "(no project)"
@@ -93,6 +108,8 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     lines.append("")
     lines += ["  " + line for line in table(rows, [*headers, "LAST EXIT / ERROR"])]
     for b in backends:
+        if b.get("context") is not None:
+            lines.append(f"  {b['name']}: {context_line(b['context'], running=b['state'] == 'ready')}")
         if b.get("next_restart_in_s") is not None:
             lines.append(f"  {b['name']}: next restart in {b['next_restart_in_s']:.1f} s")
         for invalid in b.get("invalid_schemas") or ():
