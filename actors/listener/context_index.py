@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sqlite3
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +49,8 @@ def read_index(path: Path) -> dict[str, Any] | None:
     """
     if not path.is_file():
         return None
+    import sqlite3  # here: an instance without a context server never loads it
+
     found: dict[str, Any] = {"database": str(path), "size_bytes": database_size(path)}
     try:
         db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=2.0)

@@ -32,6 +32,7 @@ pytestmark = pytest.mark.e2e
 #: app/loading.py; the failed import of `greenlet` it is shown instead still has a line).
 UNUSED = (
     "assern.context",
+    "sqlite3",
     "tree_sitter",
     "pathspec",
     "watchfiles",
