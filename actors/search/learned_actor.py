@@ -5,7 +5,8 @@ Every `INTERVAL` seconds, and once more when assern stops, it takes what the
 connections recorded (`UseRecorder`), adds it to the file under the file's lock in a
 worker thread (the trio thread never touches the disk), and publishes the merged counts.
 With nothing recorded it reads the file again only when it changed (another instance
-sharing `$ASSERN_HOME` wrote it). Counts that could not be written are kept in memory
+sharing `$ASSERN_HOME` wrote it); until a call is counted it makes no file, and a file
+deleted is forgotten. Counts that could not be written are kept in memory
 and tried again. With `[settings.search] learn = "off"` it drops what was recorded and
 publishes no counts: searches are ranked as if nothing had been learned.
 """
@@ -84,9 +85,16 @@ class LearnedActor:
                 self._unsaved = {}
                 self.published.set(lrn.Learned(lrn.merged(self.published.value.calls, added)))
             return
-        if not added and self._seen is not None and self._seen == _stat(self.path):
-            return
         path = self.path
+        if not added:
+            now = _stat(path)
+            if now is None:  # no file (yet, or deleted to forget): nothing learned, nothing made
+                self._seen = None
+                if self.published.value:
+                    self.published.set(lrn.NOTHING)
+                return
+            if now == self._seen:
+                return
         try:
             if added:
                 counts = await trio.to_thread.run_sync(lrn.save, path, added)

@@ -224,6 +224,21 @@ async def test_turned_off_the_actor_drops_the_calls_and_publishes_no_counts(tmp_
     assert published.value.calls == {("s", "old"): 2}
 
 
+async def test_no_file_is_made_before_a_call_and_a_deleted_file_is_forgotten(tmp_path: Path) -> None:
+    path = lrn.use_file(tmp_path / "home")
+    published: Cell[lrn.Learned] = Cell(lrn.NOTHING)
+    recorder = lrn.UseRecorder()
+    actor = LearnedActor(published, recorder, enabled=lambda: True, path=path)
+    await actor.merge()
+    assert not (tmp_path / "home").exists()
+    recorder.called("s", "a")
+    await actor.merge()
+    assert published.value.calls == {("s", "a"): 1}
+    path.unlink()
+    await actor.merge()
+    assert published.value == lrn.NOTHING
+
+
 async def test_counts_that_cannot_be_written_are_kept_and_tried_again(tmp_path: Path) -> None:
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")
