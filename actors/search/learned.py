@@ -100,7 +100,7 @@ def reranked(found: Found, learned: Learned, limit: int, exact: Iterable[Doc] = 
     ]
     scored.sort(key=lambda item: (not item[0], -item[1], item[2]))
     hits = tuple(Hit(doc=hit.doc, score=score, coverage=hit.coverage) for _, score, _, hit in scored[:limit])
-    return attrs.evolve(found, hits=hits)
+    return attrs.evolve(found, hits=hits, reranked=True)
 
 
 # ------------------------------------------------------------------- recording

@@ -13,7 +13,7 @@ import trio
 import trio.testing
 
 from assern.actors.search import learned as lrn
-from assern.actors.search.index import Found, SearchIndex, SegmentInput
+from assern.actors.search.index import GOOD_COVERAGE, Found, SearchIndex, SegmentInput
 from assern.actors.search.learned_actor import LearnedActor
 from assern.supervisor.cell import Cell
 
@@ -64,6 +64,23 @@ def test_reranking_never_adds_a_tool_and_keeps_an_exact_name_first() -> None:
     assert moved.hits[0].doc.tool == "read_file"
     assert len(found.hits) == 2
     assert {hit.doc.tool for hit in moved.hits} == {hit.doc.tool for hit in found.hits}
+
+
+def test_a_good_answer_stays_good_when_a_weaker_match_is_lifted_first() -> None:
+    index = index_of(
+        ("mailer", "send mail and archive it"),
+        ("page", "page"),
+        ("x1", "list folders"),
+        ("x2", "list files"),
+        ("x3", "read files"),
+    )
+    found = index.find("send mail archive page quickly", limit=5)
+    assert found.good
+    assert found.hits[0].doc.tool == "mailer"
+    moved = lrn.reranked(found, lrn.Learned({("s", "page"): 10_000}), limit=5)
+    assert moved.hits[0].doc.tool == "page"  # lifted first by use
+    assert moved.hits[0].coverage < GOOD_COVERAGE <= moved.hits[1].coverage
+    assert moved.good
 
 
 def test_without_counts_the_answer_is_only_cut_to_the_limit() -> None:
