@@ -36,6 +36,8 @@ from assern.actors.router.capabilities import CapabilityCache
 from assern.actors.router.capability_file import cache_file
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
+from assern.actors.search.learned import NOTHING, Learned, use_file
+from assern.actors.search.learned_actor import LearnedActor
 from assern.actors.search.semantic import search_expected
 from assern.actors.search.semantic_actor import SemanticActor
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
@@ -142,6 +144,7 @@ class Tree:
         self.catalog: Cell[Catalog] = Cell(Catalog())
         self.views = CatalogViews(self.catalog)
         self.semantic: Cell[Semantic | None] = Cell(None)
+        self.learned: Cell[Learned] = Cell(NOTHING)
         self.directory: Cell[Directory] = Cell({})
         self.settled = trio.Event()
         self.stopped = trio.Event()
@@ -190,6 +193,14 @@ class Tree:
             views=self.views,
             profiles=lambda: self.config.value.settings.profiles,
             semantic=self.semantic,
+            learning=lambda: self.config.value.settings.search.learn == "on",
+            learned=self.learned,
+        )
+        self.learned_actor = LearnedActor(
+            self.learned,
+            self.shared.use,
+            enabled=self.shared.learning,
+            path=use_file(run_dir.parent) if run_dir is not None else None,
         )
         self.semantic_actor = SemanticActor(
             self.catalog,
@@ -363,6 +374,8 @@ class Tree:
             core("listener", self.listener.run),
             # Last: its restart restarts nothing else; exhausted, it leaves search to words.
             ChildSpec(id="semantic", start=self.semantic_actor.run, policy=_SEMANTIC_POLICY),
+            # Last too: it only merges use counts into their file (restarts nothing else).
+            ChildSpec(id="learned", start=self.learned_actor.run, policy=_SEMANTIC_POLICY),
             # Last too: its restart (the asyncio loop reopened) restarts nothing else.
             ChildSpec(id="asyncio", start=self.asyncio_host.run, policy=_ASYNCIO_POLICY),
         ]

@@ -25,6 +25,7 @@ from assern.actors.config.spec import (
     ConfigError,
     DescriptionFormat,
     Exposure,
+    LearnMode,
     Naming,
     SemanticMode,
     StartMode,
@@ -179,6 +180,7 @@ class SearchConfig:
     """`[settings.search]` as one file writes it."""
 
     semantic: SemanticMode | None = None
+    learn: LearnMode | None = None
     fields: FieldWeightsConfig | None = None
 
 

@@ -300,6 +300,8 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
         if layer.search is not None:
             if layer.search.semantic is not None:
                 search["semantic"] = layer.search.semantic
+            if layer.search.learn is not None:
+                search["learn"] = layer.search.learn
             if layer.search.fields is not None:
                 fields = attrs.asdict(layer.search.fields, recurse=False)
                 search.update({key: float(value) for key, value in fields.items() if value is not None})

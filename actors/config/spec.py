@@ -33,6 +33,7 @@ StartMode = Literal["eager", "lazy"]
 Naming = Literal["prefix", "hybrid"]
 Exposure = Literal["all", "search", "grouped"]
 SemanticMode = Literal["auto", "off"]
+LearnMode = Literal["on", "off"]
 #: How a call's arguments are checked against the tool's inputSchema before it leaves
 #: assern (and its structuredContent against the outputSchema when it comes back).
 ValidateMode = Literal["off", "warn", "strict"]
@@ -112,12 +113,16 @@ class SearchSettings:
     Attributes:
         semantic: "auto" ranks by meaning too when the `assern[semantic]` extra is
             installed; "off" ranks by words only.
+        learn: "on" counts the calls of the tools a search answered (names and counts
+            only, in `$ASSERN_HOME/search-use.json`) and lifts often-called tools a little
+            in later searches; "off" neither counts nor lifts.
         name, description, parameters, server, instructions: How much a word counts in
             each field of a tool (its own name, its description, its parameters' names
             and descriptions, its server's name, its server's instructions).
     """
 
     semantic: SemanticMode = "auto"
+    learn: LearnMode = "on"
     name: float = 3.0
     description: float = 1.0
     parameters: float = 0.8

@@ -26,6 +26,7 @@ from assern.actors.listener.handshake import SERVER_NAME
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
+from assern.actors.search.learned import NOTHING, Learned, UseRecorder
 from assern.actors.search.semantic import Semantic
 from assern.supervisor.cell import Cell
 
@@ -77,6 +78,12 @@ class SessionContext:
     #: set by the first search: the semantic model is loaded from then on even where the
     #: settings do not serve search exposure (semantic_actor.py)
     searched: trio.Event = attrs.field(factory=trio.Event, eq=False)
+    #: whether searches learn from use now (`[settings.search] learn`, read per search)
+    learning: Callable[[], bool] = attrs.field(default=lambda: False, eq=False)
+    #: the use counts searches are re-ranked with (actors/search/learned.py)
+    learned: Cell[Learned] = attrs.field(factory=lambda: Cell(NOTHING), eq=False)
+    #: the calls of searched tools since the last merge into the use file
+    use: UseRecorder = attrs.field(factory=UseRecorder, eq=False)
 
 
 class Peer(Protocol):

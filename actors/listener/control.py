@@ -149,10 +149,11 @@ async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
     catalog, directory = _view(plane, command), plane.shared.directory()
     semantic = plane.shared.semantic.value
     plane.shared.searched.set()
-    doc = exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic))
+    learned = plane.shared.learned.value if plane.shared.learning() else None
+    doc = exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic, learned))
     if command.args.get("explain"):
         names = [tool["name"] for tool in doc.get("tools", [])]
-        doc["explain"] = explain_search(catalog, directory, arguments, names, semantic)
+        doc["explain"] = explain_search(catalog, directory, arguments, names, semantic, learned)
     return doc
 
 

@@ -21,6 +21,7 @@ from assern.actors.listener.context import RequestContext
 from assern.actors.router.catalog import Catalog, search_sources, suggest_tools
 from assern.actors.search import meta_tools
 from assern.actors.search.index import SearchIndex
+from assern.actors.search.learned import CANDIDATES, Learned, reranked
 from assern.actors.search.meta_tools import BadArguments
 from assern.actors.search.semantic import Semantic, fused_find
 
@@ -52,18 +53,24 @@ def search(
     waiting: list[str],
     index: SearchIndex | None = None,
     semantic: Semantic | None = None,
+    learned: Learned | None = None,
 ) -> types.CallToolResult:
     """`search_tools` over `index`, or over the catalog's own (search exposure); by
-    meaning too when `semantic` is given (actors/search/semantic.py)."""
+    meaning too when `semantic` is given (actors/search/semantic.py); re-ranked by the
+    use counts when `learned` has any (actors/search/learned.py)."""
     index = index or catalog.search or SearchIndex()
     try:
         request = meta_tools.search_request(arguments, sorted(catalog.servers))
     except BadArguments as exc:
         return meta_tools.error_result(str(exc))
+    limit = max(request.limit, CANDIDATES) if learned else request.limit
     if semantic is not None:
-        found = fused_find(index, semantic, request.query, limit=request.limit, server=request.server)
+        found = fused_find(index, semantic, request.query, limit=limit, server=request.server)
     else:
-        found = index.find(request.query, limit=request.limit, server=request.server)
+        found = index.find(request.query, limit=limit, server=request.server)
+    if learned:
+        exact = index.exact(request.query, request.server)
+        found = reranked(found, learned, request.limit, exact)
     descriptions = {hit.doc.name: _description(catalog, hit.doc.name) for hit in found.hits}
     return meta_tools.search_result(
         request, found, descriptions, servers=sorted(catalog.servers), not_ready=waiting
@@ -75,6 +82,7 @@ def search_anyway(
     directory: Mapping[str, BackendHandle],
     arguments: Mapping[str, Any] | None,
     semantic: Semantic | None = None,
+    learned: Learned | None = None,
 ) -> types.CallToolResult:
     """A search in any exposure (`assernctl search`): the catalog's index when it has
     one, else one built for this search from the backends' listings."""
@@ -84,7 +92,13 @@ def search_anyway(
             h.listing for h in directory.values() if h.listing is not None and h.name in catalog.servers
         ]
         index = SearchIndex().updated(search_sources(listings, catalog))
-    return search(catalog, arguments, not_ready(directory, catalog), index, semantic)
+    return search(catalog, arguments, not_ready(directory, catalog), index, semantic, learned)
+
+
+def answered(result: types.CallToolResult) -> frozenset[tuple[str, str]]:
+    """The tools (server, its own name) a search's answer holds."""
+    tools = (result.structured_content or {}).get("tools") or []
+    return frozenset((tool["server"], tool["tool"]) for tool in tools)
 
 
 def search_document(result: types.CallToolResult) -> dict[str, Any]:

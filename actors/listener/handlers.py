@@ -271,7 +271,17 @@ class Handlers:
         if params.name == SEARCH_TOOLS:
             waiting = exposure.not_ready(self.shared.directory(), catalog)
             self.shared.searched.set()
-            return exposure.search(catalog, params.arguments, waiting, semantic=self.shared.semantic.value)
+            learning = self.shared.learning()
+            result = exposure.search(
+                catalog,
+                params.arguments,
+                waiting,
+                semantic=self.shared.semantic.value,
+                learned=self.shared.learned.value if learning else None,
+            )
+            # The calls of the answer's tools are counted from now on (routing.py).
+            self._routing.answered = exposure.answered(result) if learning else None
+            return result
         if params.name == DESCRIBE_TOOLS:
             return exposure.describe(catalog, params.arguments)
         return await exposure.call(ctx, params, self._call_tool)

@@ -43,6 +43,9 @@ class Routing:
         #: not known, e.g. a 2026-07-28 client, which says so in each request)
         self.elicits: bool | None = None
         self._moved = trio.Event()
+        #: the tools (server, its own name) the connection's last search answered, while
+        #: searches learn from use (None otherwise: a call then does no more work)
+        self.answered: frozenset[tuple[str, str]] | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -160,3 +163,6 @@ class Routing:
     def record_call(self, server: str, started: float, tool: str = "", outcome: str = "ok") -> None:
         """Count one finished call of `tool` (answered or failed) and how it ended."""
         self.shared.stats.record(server, (trio.current_time() - started) * 1000, tool, outcome)
+        answered = self.answered
+        if answered is not None and outcome == "ok" and (server, tool) in answered:
+            self.shared.use.called(server, tool)  # O(1), in memory (actors/search/learned.py)

@@ -5,7 +5,11 @@ synonym), in which of its fields and how often, each word's idf and what it adds
 score (index.py, BM25F), whether the query named the tool exactly (it then comes first);
 with the meaning ranked too (the `assern[semantic]` extra), the tool's cosine similarity
 to the query and its rank by words and by meaning, from which the fusion's score comes
-(weight / (60 + rank) for each ranking it is in; semantic.py).
+(weight / (60 + rank) for each ranking it is in; semantic.py); its server (no server
+score is used in the ranking: the server's name and `instructions` count as two of the
+tool's fields, shown with the others); and what learning from use adds: how often the
+tool was called after a search and the share of the answer's best score that adds
+(learned.py), or that learning is off.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from assern.actors.backend.handle import BackendHandle
+    from assern.actors.search.learned import Learned
 
 
 def explain_search(
@@ -30,8 +35,10 @@ def explain_search(
     arguments: Mapping[str, Any] | None,
     names: Sequence[str],
     semantic: Semantic | None = None,
+    learned: Learned | None = None,
 ) -> dict[str, Any]:
-    """The explanation of each of `names` (the tools a search answered, in its order)."""
+    """The explanation of each of `names` (the tools a search answered, in its order);
+    `learned` is None when learning from use is off."""
     index = catalog.search
     if index is None:  # as `assernctl search` does in any exposure
         listings = [
@@ -56,6 +63,15 @@ def explain_search(
         if doc is None:
             continue
         entry = index.explain(request.query, doc)
+        entry["server"] = {"name": doc.server, "score": "not used"}
+        entry["learned"] = (
+            None
+            if learned is None
+            else {
+                "calls": learned.calls.get((doc.server, doc.tool), 0),
+                "boost": round(learned.boost(doc.server, doc.tool), 3),
+            }
+        )
         if semantic is not None:
             words_rank = by_words.get(name)
             meaning_rank, similarity = by_meaning.get(name, (None, None))
@@ -88,4 +104,19 @@ def explanation_lines(name: str, entry: Mapping[str, Any]) -> list[str]:
             f"  meaning: similarity {meaning['similarity']}, rank by words {meaning['words_rank']},"
             f" by meaning {meaning['meaning_rank']}, fused {meaning['fused']}"
         )
+    else:
+        lines.append("  meaning: not ranked (ranking by words only)")
+    server = entry.get("server")
+    if server is not None:
+        lines.append(f"  server {server['name']!r}: server score not used (its name is a field above)")
+    if "learned" in entry:
+        learned = entry["learned"]
+        if learned is None:
+            lines.append('  learned: off ([settings.search] learn = "off")')
+        else:
+            times = "time" if learned["calls"] == 1 else "times"
+            lines.append(
+                f"  learned: called {learned['calls']} {times} after a search,"
+                f" adds {learned['boost']:.0%} of the best score"
+            )
     return lines

@@ -187,6 +187,8 @@ class Found:
     unknown: tuple[str, ...] = ()
     #: the best cosine similarity of a tool to the query, when ranked semantically too
     similarity: float | None = None
+    #: re-ranked by use (learned.py): the best by words need not be first
+    reranked: bool = False
 
     @property
     def good(self) -> bool:
@@ -195,6 +197,8 @@ class Found:
         if not self.hits:
             return False
         if self.similarity is None:
+            if self.reranked:
+                return max(hit.coverage for hit in self.hits) >= GOOD_COVERAGE
             return self.hits[0].coverage >= GOOD_COVERAGE
         # fused: the best by words need not be first
         words = max(hit.coverage for hit in self.hits)

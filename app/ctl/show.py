@@ -110,14 +110,24 @@ def cmd_search(args: argparse.Namespace) -> int:
         doc = request(instance.slot.control, "search", timeout=60.0, **query, **view, **explain)
     else:
         from assern.actors.listener import exposure
+        from assern.actors.search import learned as use
         from assern.actors.search.explain import explain_search
+
+        counts = None
+        if config.settings.search.learn == "on":
+            try:
+                counts = use.load(use.use_file(default_assern_home(environ())))
+            except (OSError, use.BadUseFile):
+                counts = use.NOTHING
 
         async def body(tree: Any) -> dict[str, Any]:
             catalog, directory = tree.views.cell(view.get("profile")).value, tree.directory.value
-            found = exposure.search_document(exposure.search_anyway(catalog, directory, query))
+            found = exposure.search_document(
+                exposure.search_anyway(catalog, directory, query, learned=counts)
+            )
             if args.explain:
                 names = [tool["name"] for tool in found.get("tools", [])]
-                found["explain"] = explain_search(catalog, directory, query, names)
+                found["explain"] = explain_search(catalog, directory, query, names, learned=counts)
             return found
 
         with configure_logging(default_assern_home(environ()) / "logs", level=args.log_level):

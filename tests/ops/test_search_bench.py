@@ -109,3 +109,17 @@ def test_the_fusion_s_depth_is_compared_when_asked(tmp_path: Path) -> None:
     assert recall["fused@20"] == recall["fused"]  # assern's own depth is 20
     assert recall["fused@50"]["all both both"]["recall@5"] > 0
     assert "fused@50   all both both" in done.stdout
+
+
+def test_the_simulated_use_is_built_from_the_tuning_part_and_scored_held_out() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "learning.py")], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tuning part -> held-out part: use log of " in done.stdout
+    calls = int(done.stdout.split("use log of ", 1)[1].split(" ", 1)[0])
+    assert calls > 100
+    rows = [line.split() for line in done.stdout.splitlines()]
+    for learning in (["none"], ["prior", "0.3/3.0"], ["terms", "0.3/3.0"]):
+        row = next(row for row in rows if row[: len(learning) + 1] == [*learning, "steps"])
+        assert 0 < float(row[len(learning) + 3]) <= 1  # Recall@5 of the held-out steps

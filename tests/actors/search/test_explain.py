@@ -13,6 +13,7 @@ from assern.actors.router.catalog import BackendListing, Catalog, build_catalog,
 from assern.actors.search import semantic as sem
 from assern.actors.search.explain import explain_search, explanation_lines
 from assern.actors.search.index import SearchIndex
+from assern.actors.search.learned import Learned
 
 
 def tool(name: str, description: str, **params: str) -> types.Tool:
@@ -105,6 +106,24 @@ def test_the_explanation_of_an_answer_in_tool_order_and_as_text() -> None:
     assert explain_search(found, {}, {"query": 3}, ["slack_post_message"]) == {}  # bad arguments
 
 
+def test_the_server_and_the_learned_boost_are_explained() -> None:
+    found = catalog()
+    arguments = {"query": "post a message to the channel"}
+    learned = Learned({("slack", "post_message"): 3})
+    entry = explain_search(found, {}, arguments, ["slack_post_message"], learned=learned)[
+        "slack_post_message"
+    ]
+    assert entry["server"] == {"name": "slack", "score": "not used"}
+    assert entry["learned"] == {"calls": 3, "boost": 0.15}
+    lines = explanation_lines("slack_post_message", entry)
+    assert "  learned: called 3 times after a search, adds 15% of the best score" in lines
+    assert "  server 'slack': server score not used (its name is a field above)" in lines
+    assert "  meaning: not ranked (ranking by words only)" in lines
+    off = explain_search(found, {}, arguments, ["slack_post_message"])["slack_post_message"]
+    assert off["learned"] is None
+    assert '  learned: off ([settings.search] learn = "off")' in explanation_lines("slack_post_message", off)
+
+
 def test_with_the_meaning_the_ranks_and_the_fused_score() -> None:
     np = pytest.importorskip("numpy")
     axes = {name: axis for axis, name in enumerate(sorted(catalog().tools))}
@@ -124,5 +143,6 @@ def test_with_the_meaning_the_ranks_and_the_fused_score() -> None:
         "fused": round(1 / 62 + sem.SEMANTIC_WEIGHT / 61, 5),
     }
     assert explained["github_create_issue"]["meaning"]["meaning_rank"] is None
-    line = explanation_lines("github_list_issues", explained["github_list_issues"])[-1]
+    lines = explanation_lines("github_list_issues", explained["github_list_issues"])
+    [line] = [line for line in lines if line.startswith("  meaning: ")]
     assert line.startswith("  meaning: similarity 1.0, rank by words 2, by meaning 1, fused ")
