@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pathspec
 import pytest
 
-from assern.context.scan import ScanRules, SecretFilter, check_file, looks_binary, scan
+from assern.context.scan import SECRETS, ScanRules, SecretFilter, check_file, looks_binary, scan
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -125,6 +126,19 @@ def test_secrets_are_never_kept(tmp_path: Path) -> None:
 )
 def test_the_secret_filter(path: str, secret: bool) -> None:
     assert SecretFilter()(path) is secret
+
+
+def test_the_secret_filter_answers_as_every_pattern_one_by_one() -> None:
+    # the filter's one-expression shortcut must agree with the patterns matched one by one
+    extra = ("config/*.toml", "!config/public.toml", "local-*")
+    spec = pathspec.GitIgnoreSpec.from_lines([*SECRETS, *extra])
+    secret = SecretFilter(extra)
+    names = [*SECRETS, "src/app.py", "docs/keys.md", "config/app.toml", "config/public.toml", "local-x"]
+    paths = {name.strip("/").replace("*", "x") for name in names}
+    paths |= {f"deep/er/{path}" for path in paths} | {f"{path}/" for path in paths}
+    for path in sorted(paths):
+        assert secret.matches(path) is spec.match_file(path), path
+    assert sum(secret.matches(path) for path in paths) > len(paths) // 2
 
 
 def test_large_and_binary_named_files_are_left_out(tmp_path: Path) -> None:
