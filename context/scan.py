@@ -283,13 +283,16 @@ def check_file(root: Path, rules: ScanRules, relative: str, *, secret: SecretFil
     return FoundFile(path=relative, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 
-def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) -> ScanResult:
+def scan(
+    root: Path, rules: ScanRules, *, secret: SecretFilter | None = None, files: bool = True
+) -> ScanResult:
     """Walk `root` and keep every file that is to be indexed.
 
     Args:
         root: An existing folder.
         rules: The server's exclusions and size limit.
         secret: The secret filter (built from `rules.secrets` when not given).
+        files: False to find the folders only (what a watcher watches), a tenth of the time.
 
     Returns:
         The kept files in walk order (folders sorted by name), and the paths skipped for
@@ -314,6 +317,8 @@ def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) ->
         checks = (*stack, exclude) if exclude else stack
         subfolders: list[tuple[str, tuple[_Rules, ...]]] = []
         for entry in entries:
+            if not files and not entry.is_dir(follow_symlinks=False):
+                continue
             relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
             try:
                 info = entry.stat(follow_symlinks=False)
