@@ -84,6 +84,7 @@ def _stem(word: str) -> str:
     return "" if word in STOP_WORDS or len(word) < 2 else _STEMMER.stemWord(word)
 
 
+@functools.lru_cache(maxsize=65536)  # file, folder and symbol names come again and again
 def _stems(text: str) -> tuple[str, ...]:
     """The stems of the words of `text` that are not stop words."""
     return tuple(stem for word in words(text) if (stem := _stem(word)))
@@ -137,6 +138,7 @@ _VENDOR_DIRS = frozenset({"vendor", "vendored", "third_party", "thirdparty", "ex
 _DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 
 
+@functools.lru_cache(maxsize=65536)
 def file_role(path: str) -> str | None:
     """ "test", "docs", "vendor" or "generated" when the path says the file is one."""
     parts = path.split("/")
