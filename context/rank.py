@@ -199,6 +199,7 @@ SIGNALS = ("symbol", "path", "role")
 def rerank(hits: Iterable[Hit], query: Query, *, signals: Collection[str] = SIGNALS) -> list[Scored]:
     """Each candidate scored by BM25F times the named signals, best first (step 3)."""
     scored = []
+    by_path: dict[str, float] = {}  # the path's signals, once per file
     for hit in hits:
         score, because = hit.score, []
         if "symbol" in signals:
@@ -206,10 +207,12 @@ def rerank(hits: Iterable[Hit], query: Query, *, signals: Collection[str] = SIGN
             if symbol is not None:
                 because.append(symbol)
             score *= factor
-        if "path" in signals:
-            score *= path_signal(hit.path, query)
-        if "role" in signals:
-            score *= role_signal(hit.path, query)
+        factor = by_path.get(hit.path)
+        if factor is None:
+            factor = by_path[hit.path] = (path_signal(hit.path, query) if "path" in signals else 1.0) * (
+                role_signal(hit.path, query) if "role" in signals else 1.0
+            )
+        score *= factor
         scored.append(Scored(hit=hit, score=score, because=tuple(because)))
     scored.sort(key=lambda s: (-s.score, s.hit.path, s.hit.start_line))
     return scored
