@@ -9,7 +9,9 @@ from typing import Any
 import pathspec
 import pytest
 
+from assern.context.index import BATCH_FILES, batches, plan
 from assern.context.scan import SECRETS, ScanRules, SecretFilter, check_file, looks_binary, scan
+from assern.context.store import Known
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -222,3 +224,28 @@ def test_the_walk_lists_the_folders_it_entered(tmp_path: Path) -> None:
         tmp_path, {"a/b/c.py": "x", "node_modules/d.js": "x", ".gitignore": "ignored/\n", "ignored/e.py": "x"}
     )
     assert scan(tmp_path, ScanRules()).folders == ["", "a", "a/b"]
+
+
+def test_a_hundred_thousand_files_are_walked_and_planned_in_bounded_batches(tmp_path: Path) -> None:
+    """Issue 42's 100,000 files: every one found, planned and cut into batches of at most
+    `BATCH_FILES` (one transaction each, so the indexer's memory does not grow with the
+    tree: ops/bench/context/run.py --files 100000 measures the whole index); with
+    everything known, nothing is planned."""
+    root = tmp_path / "big"
+    for folder in range(500):
+        where = root / f"pkg_{folder:03}"
+        where.mkdir(parents=True)
+        for index in range(200):
+            os.close(os.open(where / f"mod_{index}.py", os.O_CREAT | os.O_WRONLY, 0o644))
+    found = scan(root, ScanRules())
+    assert len(found.files) == 100_000
+    assert len(found.folders) == 501
+    todo = plan(found.files, {})
+    assert len(todo.changed) == 100_000
+    cut = batches(todo.changed)
+    assert len(cut) == 100_000 // BATCH_FILES
+    assert max(len(batch) for batch in cut) == BATCH_FILES
+    known = {file.path: Known(size=file.size, mtime_ns=file.mtime_ns, hash="") for file in found.files}
+    again = plan(found.files, known)
+    assert again.changed == ()
+    assert again.deleted == ()
