@@ -207,12 +207,11 @@ def rerank(hits: Iterable[Hit], query: Query, *, signals: Collection[str] = SIGN
             if symbol is not None:
                 because.append(symbol)
             score *= factor
-        factor = by_path.get(hit.path)
-        if factor is None:
-            factor = by_path[hit.path] = (path_signal(hit.path, query) if "path" in signals else 1.0) * (
+        if hit.path not in by_path:
+            by_path[hit.path] = (path_signal(hit.path, query) if "path" in signals else 1.0) * (
                 role_signal(hit.path, query) if "role" in signals else 1.0
             )
-        score *= factor
+        score *= by_path[hit.path]
         scored.append(Scored(hit=hit, score=score, because=tuple(because)))
     scored.sort(key=lambda s: (-s.score, s.hit.path, s.hit.start_line))
     return scored

@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import attrs
 import pathspec
-from pathspec.pattern import RegexPattern
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -156,7 +155,7 @@ class SecretFilter:
             "|".join(
                 f"(?:{pattern.regex.pattern.replace('(?P<ps_d>', '(?:')})"
                 for pattern in self._spec.patterns
-                if pattern.include and isinstance(pattern, RegexPattern) and pattern.regex is not None
+                if pattern.include and pattern.regex is not None
             )
             or "(?!)"
         )
