@@ -403,14 +403,19 @@ async def searchable_after(client: Any, root: Path, edits: int) -> list[float]:
 
 
 async def engine_operations(
-    engine: Engine, root: Path, queries: Sequence[Query], edits: int, work: Path
+    engine: Engine,
+    root: Path,
+    queries: Sequence[Query],
+    edits: int,
+    work: Path,
+    index_timeout: float = INDEX_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Cold index, warm restart, freshness, query latency, RSS and database size of one
     tree (a copy the bench may write into), in the engine's default mode."""
     home = Path(tempfile.mkdtemp(prefix="home-ops-", dir=work))
     started = time.perf_counter()
     async with engine_session(engine, root, home, None) as client:
-        index = await wait_indexed(client)
+        index = await wait_indexed(client, index_timeout)
         cold = time.perf_counter() - started
         latencies = [(await ask(client, q.text)).ms for q in queries]
         pid = engine_pid(root)
@@ -681,7 +686,8 @@ def scale_only(
     synthetic_tree(list(roots.values()), tree, args.files)
     made = time.perf_counter() - started
     print(f"synthetic tree of {args.files} files made in {made:.1f} s", file=sys.stderr)
-    row = trio.run(engine_operations, engine, tree, queries, 20, work)
+    # a tenth of a second a file at most, for a loaded machine
+    row = trio.run(engine_operations, engine, tree, queries, 20, work, max(INDEX_TIMEOUT_S, args.files / 10))
     report = {"operations": {f"synthetic {args.files} files": row}}
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
