@@ -226,6 +226,25 @@ def test_the_walk_lists_the_folders_it_entered(tmp_path: Path) -> None:
     assert scan(tmp_path, ScanRules()).folders == ["", "a", "a/b"]
 
 
+def test_a_walk_of_the_folders_only_finds_the_folders_a_full_walk_enters(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": "ignored/\n",
+            "src/pkg/a.py": "x",
+            "src/b.py": "x",
+            "ignored/c.py": "x",
+            "node_modules/d/e.js": "x",
+            ".git/config": "x",
+            "docs/f.md": "x",
+        },
+    )
+    full = scan(tmp_path, ScanRules())
+    folders = scan(tmp_path, ScanRules(), files=False)
+    assert folders.files == []
+    assert folders.folders == full.folders == ["", "docs", "src", "src/pkg"]
+
+
 def test_a_hundred_thousand_files_are_walked_and_planned_in_bounded_batches(tmp_path: Path) -> None:
     """Issue 42's 100,000 files: every one found, planned and cut into batches of at most
     `BATCH_FILES` (one transaction each, so the indexer's memory does not grow with the
