@@ -10,7 +10,6 @@ keeps only running sums (store.py).
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import TYPE_CHECKING
 
 import attrs
@@ -47,14 +46,21 @@ def score(fields: Sequence[str], weights: Mapping[str, float], stats: Stats) -> 
         stats: The collection's size and average field lengths.
     """
     total = 0.0
-    counts = [Counter(field.split()) for field in fields]
+    # a field is split into its terms only when a query term is found in its text (most
+    # are not: this is the re-ranking's inner loop, 200 candidates a query)
+    tokens: list[list[str] | None] = [None, None, None]
     for term, term_idf in weights.items():
         tf = 0.0
-        for index, counted in enumerate(counts):
-            found = counted.get(term)
+        for index, field in enumerate(fields):
+            if term not in field:
+                continue
+            split = tokens[index]
+            if split is None:
+                split = tokens[index] = field.split()
+            found = split.count(term)
             if found:
                 average = stats.average[index] or 1.0
-                norm = 1.0 - B + B * len(fields[index]) / average
+                norm = 1.0 - B + B * len(field) / average
                 tf += WEIGHTS[index] * found / norm
         if tf:
             total += term_idf * tf / (K1 + tf)

@@ -84,6 +84,7 @@ def _stem(word: str) -> str:
     return "" if word in STOP_WORDS or len(word) < 2 else _STEMMER.stemWord(word)
 
 
+@functools.lru_cache(maxsize=65536)  # file, folder and symbol names come again and again
 def _stems(text: str) -> tuple[str, ...]:
     """The stems of the words of `text` that are not stop words."""
     return tuple(stem for word in words(text) if (stem := _stem(word)))
@@ -137,6 +138,7 @@ _VENDOR_DIRS = frozenset({"vendor", "vendored", "third_party", "thirdparty", "ex
 _DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 
 
+@functools.lru_cache(maxsize=65536)
 def file_role(path: str) -> str | None:
     """ "test", "docs", "vendor" or "generated" when the path says the file is one."""
     parts = path.split("/")
@@ -197,6 +199,7 @@ SIGNALS = ("symbol", "path", "role")
 def rerank(hits: Iterable[Hit], query: Query, *, signals: Collection[str] = SIGNALS) -> list[Scored]:
     """Each candidate scored by BM25F times the named signals, best first (step 3)."""
     scored = []
+    by_path: dict[str, float] = {}  # the path's signals, once per file
     for hit in hits:
         score, because = hit.score, []
         if "symbol" in signals:
@@ -204,10 +207,11 @@ def rerank(hits: Iterable[Hit], query: Query, *, signals: Collection[str] = SIGN
             if symbol is not None:
                 because.append(symbol)
             score *= factor
-        if "path" in signals:
-            score *= path_signal(hit.path, query)
-        if "role" in signals:
-            score *= role_signal(hit.path, query)
+        if hit.path not in by_path:
+            by_path[hit.path] = (path_signal(hit.path, query) if "path" in signals else 1.0) * (
+                role_signal(hit.path, query) if "role" in signals else 1.0
+            )
+        score *= by_path[hit.path]
         scored.append(Scored(hit=hit, score=score, because=tuple(because)))
     scored.sort(key=lambda s: (-s.score, s.hit.path, s.hit.start_line))
     return scored

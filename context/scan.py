@@ -21,8 +21,8 @@ cannot trap the walk.
 from __future__ import annotations
 
 import os
+import re
 import stat
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 import attrs
@@ -148,14 +148,30 @@ class SecretFilter:
 
     def __init__(self, extra: Iterable[str] = ()) -> None:
         self._spec = pathspec.GitIgnoreSpec.from_lines([*SECRETS, *extra])
+        # Any including pattern, as one expression: a path none of them matches is no
+        # secret, which spares the walk a match per pattern for almost every file (the
+        # patterns' own expressions, their named group made plain so they can be joined).
+        self._any = re.compile(
+            "|".join(
+                f"(?:{pattern.regex.pattern.replace('(?P<ps_d>', '(?:')})"
+                for pattern in self._spec.patterns
+                if pattern.include and pattern.regex is not None
+            )
+            or "(?!)"
+        )
 
     def __call__(self, relative: str) -> bool:
         """Whether `relative` (a POSIX path below the root) is, or lies inside, a secret."""
-        if self._spec.match_file(relative):
+        if self.matches(relative):
             return True
-        parts = PurePosixPath(relative).parts
+        parts = relative.split("/")
         # a file inside a secret folder (`.git/config`, `.aws/credentials/x`)
-        return any(self._spec.match_file("/".join(parts[:i]) + "/") for i in range(1, len(parts)))
+        return any(self.matches("/".join(parts[:i]) + "/") for i in range(1, len(parts)))
+
+    def matches(self, relative: str) -> bool:
+        """Whether `relative` itself is a secret (its folders aside: the walk judged them
+        when it entered them). A folder's path ends with `/`."""
+        return self._any.search(relative) is not None and self._spec.match_file(relative)
 
 
 @attrs.frozen(kw_only=True)
@@ -223,12 +239,12 @@ def _enters(path: str, relative: str, checks: Sequence[_Rules], secret: SecretFi
         return False
     if os.path.exists(os.path.join(path, "pyvenv.cfg")):
         return False
-    return not (_verdict(checks, relative, True) or secret(relative + "/"))
+    return not (_verdict(checks, relative, True) or secret.matches(relative + "/"))
 
 
 def _keeps(relative: str, checks: Sequence[_Rules], secret: SecretFilter) -> bool:
     """Whether the walk keeps the regular file at `relative` (its size aside)."""
-    if _verdict(checks, relative, False) or secret(relative):
+    if _verdict(checks, relative, False) or secret.matches(relative):
         return False
     return os.path.splitext(relative)[1].lower() not in BINARY_SUFFIXES
 
@@ -266,13 +282,16 @@ def check_file(root: Path, rules: ScanRules, relative: str, *, secret: SecretFil
     return FoundFile(path=relative, size=info.st_size, mtime_ns=info.st_mtime_ns)
 
 
-def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) -> ScanResult:
+def scan(
+    root: Path, rules: ScanRules, *, secret: SecretFilter | None = None, files: bool = True
+) -> ScanResult:
     """Walk `root` and keep every file that is to be indexed.
 
     Args:
         root: An existing folder.
         rules: The server's exclusions and size limit.
         secret: The secret filter (built from `rules.secrets` when not given).
+        files: False to find the folders only (what a watcher watches), a tenth of the time.
 
     Returns:
         The kept files in walk order (folders sorted by name), and the paths skipped for
@@ -297,6 +316,8 @@ def scan(root: Path, rules: ScanRules, *, secret: SecretFilter | None = None) ->
         checks = (*stack, exclude) if exclude else stack
         subfolders: list[tuple[str, tuple[_Rules, ...]]] = []
         for entry in entries:
+            if not files and not entry.is_dir(follow_symlinks=False):
+                continue
             relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
             try:
                 info = entry.stat(follow_symlinks=False)

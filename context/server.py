@@ -47,7 +47,7 @@ from assern.context.scan import (
 from assern.context.state import write_state
 from assern.context.store import Store, database_path
 from assern.context.terms import Terms
-from assern.context.tools import READ_ONLY, TOOLS, Engine, IndexState, ToolError
+from assern.context.tools import READ_ONLY, TOOLS, Answer, Engine, IndexState, ToolError
 
 INSTRUCTIONS = (
     "This project's own code and docs, indexed and ranked: semantic_search finds the "
@@ -145,8 +145,8 @@ WATCH_DEBOUNCE_MS = 300
 #: A batch naming more paths than this walks the whole root instead of judging each.
 BURST = 200
 #: Milliseconds after which the watcher answers even without events: its first answer
-#: says the watches are in place.
-WATCH_READY_MS = 300
+#: says the watches are in place (and a restart waits for it before it counts as current).
+WATCH_READY_MS = 100
 
 
 def classify(
@@ -202,6 +202,11 @@ class ContextServer:
         #: the watcher's state as published (state.WATCHER_STATES)
         self.watcher = "starting" if watch else "off"
         self.started_at = round(time.time(), 3)
+        #: the indexing under way (`keep_index`): a rebuild cancels it to start again
+        self.indexing = trio.CancelScope()
+        #: set once the index is first known current (`IndexState.ready`)
+        self.current = trio.Event()
+        self._recovery = trio.Lock()
 
     def identity(self) -> dict[str, Any]:
         """What the state table says of the process before a walk of a fresh database
@@ -239,31 +244,100 @@ class ContextServer:
                 asked = self.reindex_asked
                 log.info("context reindex asked", full=full)
                 await self.announce(reindex_asked=asked)
-                async with self.lock:
-                    if full:
-                        await trio.to_thread.run_sync(self.store.rebuild, "a full reindex was asked")
-                        await self.announce(**self.identity())
-                    await self._bring_in_step(rehash=True)
+                generation = self.store.generation
+                try:
+                    async with self.lock:
+                        if full:
+                            await trio.to_thread.run_sync(self.store.rebuild, "a full reindex was asked")
+                            await self.announce(**self.identity())
+                        await self._bring_in_step(rehash=True)
+                except sqlite3.DatabaseError as exc:  # found broken: rebuilt, and indexed anew
+                    await self.recover(generation, f"{type(exc).__name__}: {exc}")
                 self.reindex_done = asked
                 await self.announce(reindex_done=asked)
 
+    def _ready(self) -> None:
+        self.state.ready = True
+        self.current.set()
+
     async def keep_index(self) -> None:
         """Bring the index in step with the files, then keep it there with a file watcher
-        (unless `watch` is off). A database found broken on the way is rebuilt (and
-        logged) and the index made again, once."""
-        await self.announce(**self.identity())
+        (unless `watch` is off).
+
+        A database found broken or gone while indexing, by a tool call (`answer`) or by
+        the check after the start (`check_database`) is rebuilt empty and logged
+        (`recover`), and the index is made again from the files: meanwhile the tools
+        answer from what is indexed so far, with what is pending.
+        """
+        while True:
+            generation = self.store.generation
+            await self.announce(**self.identity())
+            broken: sqlite3.DatabaseError | None = None
+            with trio.CancelScope() as self.indexing:
+                try:
+                    if self.watch_files:
+                        # the folders first, to watch them; the files are walked (and the
+                        # index brought in step) once the watches are in place (`watch`)
+                        found = await trio.to_thread.run_sync(
+                            functools.partial(scan, self.root, self.rules, secret=self.secret, files=False)
+                        )
+                        self.folders = found.folders
+                        await self.watch()
+                    else:
+                        await self.bring_in_step()
+                        self._ready()
+                    await trio.sleep_forever()  # until a rebuild cancels this to index again
+                except sqlite3.DatabaseError as exc:
+                    broken = exc
+            self.state.watching = False
+            if broken is not None:
+                await self.recover(generation, f"{type(broken).__name__}: {broken}")
+
+    async def recover(self, generation: int, reason: str) -> None:
+        """Rebuild the database found broken by a user of `generation` (unless another
+        user has done it since), log it, and make the indexing start again."""
+        async with self._recovery:
+            if self.store.generation != generation:
+                return
+            log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
+            self.state.ready = False  # pending from now until the index is made again
+            self.state.complete = False
+            await trio.to_thread.run_sync(self.store.rebuild, reason)
+            self.walks = 0
+            self.indexing.cancel()
+
+    async def check_database(self) -> None:
+        """Once the index is current after a start, run the database's `quick_check` (on a
+        connection of its own) and rebuild it if it finds damage."""
+        await self.current.wait()
+        generation = self.store.generation
         try:
-            await self.bring_in_step()
+            problem = await trio.to_thread.run_sync(self.store.check)
+        except sqlite3.DatabaseError as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is not None:
+            await self.recover(generation, problem)
+
+    async def answer(self, tool: str, arguments: dict[str, Any] | None) -> Answer:
+        """One tool call, answered in a worker thread. A database found broken or gone is
+        rebuilt (`recover`) and the call answered again, from what is indexed so far.
+
+        Raises:
+            ToolError: bad arguments or a refused path; or the database still failing.
+        """
+        generation = self.store.generation
+        try:
+            return await trio.to_thread.run_sync(self.engine.call, tool, arguments)
         except sqlite3.DatabaseError as exc:
             reason = f"{type(exc).__name__}: {exc}"
-            log.warning("context index rebuilt", database=str(self.store.path), reason=reason)
-            await trio.to_thread.run_sync(self.store.rebuild, reason)
-            await self.announce(**self.identity())
-            await self.bring_in_step()
-        if not self.watch_files:
-            self.state.ready = True
-            return
-        await self.watch()
+        try:
+            await self.recover(generation, reason)
+            return await trio.to_thread.run_sync(self.engine.call, tool, arguments)
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise ToolError(
+                f"the index could not be read ({reason}) and is being rebuilt "
+                f"({type(exc).__name__}: {exc}); ask again shortly"
+            ) from None
 
     async def watch(self) -> None:
         """Re-index what the file events of the watched folders name, batch by batch.
@@ -306,7 +380,7 @@ class ContextServer:
                             # what was saved while they were being set (at the start, or
                             # anew for a changed set of folders) is found by a walk now
                             await self.bring_in_step()
-                            self.state.ready = True
+                            self._ready()
                             if set(self.folders) != set(folders):
                                 break
                         if changes and await self.take(changes, watched):
@@ -316,10 +390,12 @@ class ContextServer:
                 self.state.watching = False
             except (OSError, RuntimeError) as exc:  # no inotify left, a folder gone meanwhile
                 self.state.watching = False
-                self.state.ready = True
                 log.warning("context watcher stopped", error=f"{type(exc).__name__}: {exc}")
                 self.watcher = "stopped"
                 await self.announce(watcher=self.watcher)
+                if not self.state.complete:  # the files were never walked: index them now
+                    await self.bring_in_step()
+                self._ready()
                 return
 
     async def take(self, changes: set[tuple[watchfiles.Change, str]], watched: set[str]) -> bool:
@@ -437,7 +513,7 @@ class ContextServer:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         try:
-            answer = await trio.to_thread.run_sync(self.engine.call, params.name, params.arguments)
+            answer = await self.answer(params.name, params.arguments)
         except ToolError as exc:
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=str(exc))], is_error=True
@@ -465,6 +541,7 @@ async def serve(context: ContextServer) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(context.on_signals)
             nursery.start_soon(context.keep_index)
+            nursery.start_soon(context.check_database)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, options)
             nursery.cancel_scope.cancel()

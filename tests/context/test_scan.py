@@ -6,9 +6,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pathspec
 import pytest
 
-from assern.context.scan import ScanRules, SecretFilter, check_file, looks_binary, scan
+from assern.context.index import BATCH_FILES, batches, plan
+from assern.context.scan import SECRETS, ScanRules, SecretFilter, check_file, looks_binary, scan
+from assern.context.store import Known
 
 
 def _tree(root: Path, files: dict[str, str | bytes]) -> Path:
@@ -127,6 +130,19 @@ def test_the_secret_filter(path: str, secret: bool) -> None:
     assert SecretFilter()(path) is secret
 
 
+def test_the_secret_filter_answers_as_every_pattern_one_by_one() -> None:
+    # the filter's one-expression shortcut must agree with the patterns matched one by one
+    extra = ("config/*.toml", "!config/public.toml", "local-*")
+    spec = pathspec.GitIgnoreSpec.from_lines([*SECRETS, *extra])
+    secret = SecretFilter(extra)
+    names = [*SECRETS, "src/app.py", "docs/keys.md", "config/app.toml", "config/public.toml", "local-x"]
+    paths = {name.strip("/").replace("*", "x") for name in names}
+    paths |= {f"deep/er/{path}" for path in paths} | {f"{path}/" for path in paths}
+    for path in sorted(paths):
+        assert secret.matches(path) is spec.match_file(path), path
+    assert sum(secret.matches(path) for path in paths) > len(paths) // 2
+
+
 def test_large_and_binary_named_files_are_left_out(tmp_path: Path) -> None:
     _tree(tmp_path, {"big.txt": "x" * 2000, "small.txt": "x", "image.png": b"\x89PNG", "lib.so": b"\0"})
     result = scan(tmp_path, ScanRules(max_file_size=1000))
@@ -208,3 +224,47 @@ def test_the_walk_lists_the_folders_it_entered(tmp_path: Path) -> None:
         tmp_path, {"a/b/c.py": "x", "node_modules/d.js": "x", ".gitignore": "ignored/\n", "ignored/e.py": "x"}
     )
     assert scan(tmp_path, ScanRules()).folders == ["", "a", "a/b"]
+
+
+def test_a_walk_of_the_folders_only_finds_the_folders_a_full_walk_enters(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": "ignored/\n",
+            "src/pkg/a.py": "x",
+            "src/b.py": "x",
+            "ignored/c.py": "x",
+            "node_modules/d/e.js": "x",
+            ".git/config": "x",
+            "docs/f.md": "x",
+        },
+    )
+    full = scan(tmp_path, ScanRules())
+    folders = scan(tmp_path, ScanRules(), files=False)
+    assert folders.files == []
+    assert folders.folders == full.folders == ["", "docs", "src", "src/pkg"]
+
+
+def test_a_hundred_thousand_files_are_walked_and_planned_in_bounded_batches(tmp_path: Path) -> None:
+    """Issue 42's 100,000 files: every one found, planned and cut into batches of at most
+    `BATCH_FILES` (one transaction each, so the indexer's memory does not grow with the
+    tree: ops/bench/context/run.py --files 100000 measures the whole index); with
+    everything known, nothing is planned."""
+    root = tmp_path / "big"
+    for folder in range(500):
+        where = root / f"pkg_{folder:03}"
+        where.mkdir(parents=True)
+        for index in range(200):
+            os.close(os.open(where / f"mod_{index}.py", os.O_CREAT | os.O_WRONLY, 0o644))
+    found = scan(root, ScanRules())
+    assert len(found.files) == 100_000
+    assert len(found.folders) == 501
+    todo = plan(found.files, {})
+    assert len(todo.changed) == 100_000
+    cut = batches(todo.changed)
+    assert len(cut) == 100_000 // BATCH_FILES
+    assert max(len(batch) for batch in cut) == BATCH_FILES
+    known = {file.path: Known(size=file.size, mtime_ns=file.mtime_ns, hash="") for file in found.files}
+    again = plan(found.files, known)
+    assert again.changed == ()
+    assert again.deleted == ()

@@ -111,7 +111,11 @@ async def test_the_first_index_publishes_its_progress_batch_by_batch(tmp_path: P
 
     server.indexer.run_batch = watched  # type: ignore[method-assign,assignment]
     try:
-        await server.keep_index()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.keep_index)  # it keeps the index: runs until cancelled
+            with trio.fail_after(30):
+                await server.current.wait()
+            nursery.cancel_scope.cancel()
     finally:
         server.store.close()
     assert [(s["phase"], s["progress"]["done"], s["progress"]["total"], s["pending"]) for s in seen] == [
@@ -144,7 +148,9 @@ async def test_a_signal_reindexes_what_no_stat_could_tell(tmp_path: Path) -> Non
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(server.on_signals)
-            await server.keep_index()
+            nursery.start_soon(server.keep_index)
+            with trio.fail_after(30):
+                await server.current.wait()
             before = path.stat()
             path.write_text("def alpha():\n    return 'quokka'\n")
             os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))

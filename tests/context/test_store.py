@@ -83,6 +83,33 @@ def test_a_restart_rereads_only_changed_files_and_drops_deleted_ones(tmp_path: P
     assert _index(root, store) == (0, 0)
 
 
+def test_deleted_and_rewritten_files_leave_nothing_in_the_lexical_index(tmp_path: Path) -> None:
+    """The index keeps no copy of the terms: a deletion hands it back the very terms it
+    was given, so that no stale term, document count or field length stays behind."""
+    root = tmp_path / "root"
+    _write(root, {"pkg/alpha_module.py": "class AlphaThing:\n    def beta_method(self):\n        pass\n"})
+    _write(root, {"notes.md": "# Gamma heading\n\ndelta words\n"})
+    store = Store(tmp_path / "db.sqlite3")
+    _index(root, store)
+    assert _search(store, "beta_method") == ["pkg/alpha_module.py"]
+    (root / "pkg" / "alpha_module.py").write_text("def epsilon():\n    pass\n")
+    (root / "notes.md").unlink()
+    _index(root, store)
+    assert _search(store, "beta_method") == []
+    assert _search(store, "delta") == []
+    assert _search(store, "epsilon") == ["pkg/alpha_module.py"]
+    (root / "pkg" / "alpha_module.py").unlink()
+    _index(root, store)
+    raw = sqlite3.connect(store.path)
+    try:
+        assert raw.execute("SELECT count(*) FROM lexical_terms").fetchone() == (0,)
+        assert raw.execute("SELECT chunks, symbol, path, body FROM totals").fetchone() == (0, 0, 0, 0)
+        raw.execute("INSERT INTO lexical (lexical, rank) VALUES ('integrity-check', 0)")
+    finally:
+        raw.close()
+    store.close()
+
+
 def test_plan_compares_size_and_mtime() -> None:
     known = {
         "a": Known(size=1, mtime_ns=1, hash="h"),

@@ -104,10 +104,11 @@ async def test_a_file_saved_while_the_watcher_starts_is_not_missed(tmp_path: Pat
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.keep_index)
-            # the first walk is done, the watches are not in place yet: save a file now
+            # the folders are walked, the watches are not in place yet: save a file now
             with trio.fail_after(20):
-                while not server.state.complete:  # as soon as it is so
+                while not server.folders:  # as soon as it is so
                     await trio.lowlevel.checkpoint()
+            assert not server.state.watching
             assert not server.state.ready
             (root / "pkg").mkdir()
             (root / "pkg" / "b.py").write_text("def first_racer():\n    pass\n")

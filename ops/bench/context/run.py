@@ -239,6 +239,14 @@ def rss_mb(pids: Iterable[int]) -> float:
     return round(total / 1024, 1)
 
 
+def peak_rss_mb(pid: int) -> float | None:
+    """The engine process's peak resident memory so far (VmHWM), in MB."""
+    for line in _read_proc(pid, "status").splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
 def engine_pid(root: Path) -> int | None:
     """The engine serving root: the child of this process whose command line names it."""
     mine = str(os.getpid())
@@ -395,18 +403,24 @@ async def searchable_after(client: Any, root: Path, edits: int) -> list[float]:
 
 
 async def engine_operations(
-    engine: Engine, root: Path, queries: Sequence[Query], edits: int, work: Path
+    engine: Engine,
+    root: Path,
+    queries: Sequence[Query],
+    edits: int,
+    work: Path,
+    index_timeout: float = INDEX_TIMEOUT_S,
 ) -> dict[str, Any]:
     """Cold index, warm restart, freshness, query latency, RSS and database size of one
     tree (a copy the bench may write into), in the engine's default mode."""
     home = Path(tempfile.mkdtemp(prefix="home-ops-", dir=work))
     started = time.perf_counter()
     async with engine_session(engine, root, home, None) as client:
-        index = await wait_indexed(client)
+        index = await wait_indexed(client, index_timeout)
         cold = time.perf_counter() - started
         latencies = [(await ask(client, q.text)).ms for q in queries]
         pid = engine_pid(root)
         memory = rss_mb(process_tree(pid)) if pid else None
+        peak = peak_rss_mb(pid) if pid else None
     db = folder_bytes(home / "cache" / "context")
     started = time.perf_counter()
     async with engine_session(engine, root, home, None) as client:
@@ -421,6 +435,7 @@ async def engine_operations(
         "searchable_after_ms": [round(d, 1) for d in fresh],
         "query_ms_p95": round(scoring.percentile(latencies, 0.95), 3),
         "rss_mb": memory,
+        "rss_peak_mb": peak,
         "db_bytes": db,
         "db_mb_per_10k_files": round(db / 2**20 * 10_000 / index["files"], 1),
     }
@@ -508,7 +523,29 @@ def baselines_at_scale(tree: Path, queries: Sequence[Query]) -> dict[str, Any]:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    q = report["quality"]
+    q = report.get("quality")
+    if q is not None:
+        print_quality(report, q)
+    ops = report.get("operations")
+    if isinstance(ops, dict):
+        print("\nengine operations (default ranking)")
+        print(f"{'tree':<24} {'files':>6} {'cold s':>7} {'warm s':>7} {'fresh p95 ms':>13} "
+              f"{'q p95 ms':>9} {'RSS MB':>7} {'DB MB/10k':>10}")  # fmt: skip
+        for tree, row in ops.items():
+            print(f"{tree:<24} {row['files']:>6} {row['cold_index_s']:>7.2f} {row['warm_restart_s']:>7.2f} "
+                  f"{row['searchable_after_ms_p95']:>13.1f} {row['query_ms_p95']:>9.2f} "
+                  f"{row['rss_mb']!s:>7} {row['db_mb_per_10k_files']:>10}")  # fmt: skip
+        peaks = ", ".join(f"{tree} {row.get('rss_peak_mb')}" for tree, row in ops.items())
+        print(f"peak RSS MB of the engine (cold run): {peaks}")
+        for name, row in (q or {}).items():
+            if name.startswith("engine ") and "index" in row:
+                cold = ", ".join(f"{p} {r['cold_index_s']:.2f}" for p, r in row["index"].items())
+                print(f"cold index s, {name}: {cold}")
+    elif ops:
+        print(f"\nengine operations: {ops}")
+
+
+def print_quality(report: dict[str, Any], q: dict[str, Any]) -> None:
     projects = list(q["projects"])
     print(f"\nranking quality: {q['queries']} queries over {', '.join(projects)} (file level)")
     head = f"{'ranking':<18} {'NDCG@10':>8} {'Recall@5':>9} {'few-words':>10} {'bundle':>7} {'q p95 ms':>9}"
@@ -537,21 +574,6 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"\nbaselines over the synthetic tree ({scale['files']} files): BM25 build "
               f"{scale['bm25_build_s']:.2f} s, query p95 {scale['bm25_query_ms_p95']:.2f} ms; "
               f"ripgrep query p95 {scale['ripgrep_query_ms_p95']:.2f} ms")  # fmt: skip
-    ops = report.get("operations")
-    if isinstance(ops, dict):
-        print("\nengine operations (default ranking)")
-        print(f"{'tree':<24} {'files':>6} {'cold s':>7} {'warm s':>7} {'fresh p95 ms':>13} "
-              f"{'q p95 ms':>9} {'RSS MB':>7} {'DB MB/10k':>10}")  # fmt: skip
-        for tree, row in ops.items():
-            print(f"{tree:<24} {row['files']:>6} {row['cold_index_s']:>7.2f} {row['warm_restart_s']:>7.2f} "
-                  f"{row['searchable_after_ms_p95']:>13.1f} {row['query_ms_p95']:>9.2f} "
-                  f"{row['rss_mb']!s:>7} {row['db_mb_per_10k_files']:>10}")  # fmt: skip
-        for name, row in q.items():
-            if name.startswith("engine ") and "index" in row:
-                cold = ", ".join(f"{p} {r['cold_index_s']:.2f}" for p, r in row["index"].items())
-                print(f"cold index s, {name}: {cold}")
-    elif ops:
-        print(f"\nengine operations: {ops}")
 
 
 def _cell(value: float | None, width: int) -> str:
@@ -593,7 +615,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ablate", action="append", default=[], metavar="SIGNAL",
                         help=f"also run `reranked` with {ABLATE_ENV}=SIGNAL (repeatable)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (trees, databases)")
+    parser.add_argument("--files", type=int, metavar="N",
+                        help="only the engine's operations over a synthetic tree of N files "
+                             "(no ranking quality, no per-project runs; e.g. 100000)")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.files is not None and args.files < 1:
+        parser.error("--files must be at least 1")
 
     queries = load_queries()
     known = {p.name: p for p in corpus.projects()}
@@ -613,6 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = args.mode or (["reranked"] if args.smoke else list(ENGINE_MODES))
     work = Path(args.keep or tempfile.mkdtemp(prefix="assern-context-bench-")).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    if args.files is not None:
+        return scale_only(args, queries, roots, engine, work)
     report: dict[str, Any] = {
         "corpus": {p: f"{known[p].name}=={known[p].version}" for p in names},
         "quality": quality(queries, roots, engine, modes, work),
@@ -633,6 +662,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["operations"] = "n/a (engine not installed)"
     else:
         report["operations"] = operations(queries, roots, engine, tree, work)
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    print_report(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0
+
+
+def scale_only(
+    args: argparse.Namespace,
+    queries: Sequence[Query],
+    roots: dict[str, Path],
+    engine: Engine | None,
+    work: Path,
+) -> int:
+    """`--files N`: the operations over a synthetic tree of N files, nothing else."""
+    if engine is None:
+        print("--files: the engine is not installed", file=sys.stderr)
+        return 1
+    tree = work / "trees" / f"synthetic-{args.files}"
+    started = time.perf_counter()
+    synthetic_tree(list(roots.values()), tree, args.files)
+    made = time.perf_counter() - started
+    print(f"synthetic tree of {args.files} files made in {made:.1f} s", file=sys.stderr)
+    # a tenth of a second a file at most, for a loaded machine
+    row = trio.run(engine_operations, engine, tree, queries, 20, work, max(INDEX_TIMEOUT_S, args.files / 10))
+    report = {"operations": {f"synthetic {args.files} files": row}}
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print_report(report)
