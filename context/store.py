@@ -25,8 +25,8 @@ import hashlib
 import os
 import sqlite3
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
+T = TypeVar("T")
 
 #: Bumped whenever the tables or the terms change: an older database is rebuilt.
 SCHEMA_VERSION = "3"
@@ -77,6 +78,11 @@ CREATE TABLE IF NOT EXISTS totals (
     body INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO totals VALUES (1, 0, 0, 0, 0);
+-- vectors.py: each vector once per content hash, and which chunk has which
+CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunk_vectors (chunk_id INTEGER PRIMARY KEY, key BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS chunk_vectors_gone AFTER DELETE ON chunks
+    BEGIN DELETE FROM chunk_vectors WHERE chunk_id = old.id; END;
 """
 
 
@@ -136,6 +142,8 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.rebuilt: str | None = None
+        #: how many batches changed the chunks (vectors.py looks for new ones when it grows)
+        self.writes = 0
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -197,6 +205,7 @@ class Store:
 
     def write(self, updates: Iterable[FileUpdate], deleted: Iterable[str] = ()) -> None:
         """Write one batch in one transaction: all of it is committed, or none."""
+        updates, deleted = list(updates), list(deleted)
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -209,6 +218,8 @@ class Store:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            if deleted or any(update.chunks is not None for update in updates):
+                self.writes += 1
 
     def _delete(self, path: str) -> None:
         db = self._db
@@ -340,6 +351,37 @@ class Store:
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.chunk_id))
         return hits[:limit]
+
+    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` done on the database under the store's lock (for vectors.py's tables)."""
+        with self._lock:
+            return work(self._db)
+
+    def chunks(self, ids: Sequence[int], *, path_glob: str | None = None) -> list[Hit]:
+        """The hits (score 0) of those of `ids` still indexed, whose path matches `path_glob`."""
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT chunks.id, files.path, chunks.start_line, chunks.end_line, chunks.kind, "
+                "chunks.symbol, chunks.text FROM chunks JOIN files ON files.id = chunks.file_id "
+                f"WHERE chunks.id IN ({', '.join('?' * len(ids))})",
+                list(ids),
+            ).fetchall()
+        return [
+            Hit(
+                chunk_id=row[0],
+                path=row[1],
+                start_line=row[2],
+                end_line=row[3],
+                kind=row[4],
+                symbol=row[5],
+                text=row[6],
+                score=0.0,
+            )
+            for row in rows
+            if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)
+        ]
 
     def paths(self) -> list[str]:
         """Every indexed file's path."""
