@@ -48,14 +48,14 @@ def test_the_smoke_run_prints_both_baselines_and_the_engine_or_why_not(tmp_path:
         assert 0.0 < row["all"]["ndcg@10"] <= 1.0, name
         assert 0.0 < row["all"]["recall@5"] <= 1.0, name
         assert len(row["answers"]) == 8
-        assert f"\n{name:<18} {row['all']['ndcg@10']:>8.3f}" in stdout
+        assert f"\n{name:<22} {row['all']['ndcg@10']:>8.3f}" in stdout
     assert "ripgrep baseline: " in stdout
     if engine_installed():
         assert 0.0 <= quality["engine reranked"]["all"]["ndcg@10"] <= 1.0
         assert "engine operations (default ranking)" in stdout
     else:
         assert quality["engine reranked"] == {"n/a": "engine not installed"}
-        assert "engine reranked    n/a (engine not installed)" in stdout
+        assert "engine reranked        n/a (engine not installed)" in stdout
         assert report["operations"] == "n/a (engine not installed)"
 
 
