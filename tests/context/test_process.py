@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from assern.context.rank import SIGNALS
 from assern.context.fusion import Fusion
+from assern.context.rank import SIGNALS
 from assern.context.server import DISABLE_ENV, FUSION_ENV, RANKING_ENV, Ranking, choose_ranking
 
 

@@ -107,11 +107,13 @@ def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_pat
     assert vectors.pending_files == 0
 
     # one function of music.py changes: only that chunk is embedded
-    (root / "music.py").write_text(TREE["music.py"].lstrip("\n").replace("speakers.close()", "speakers.mute()"))
+    changed = TREE["music.py"].lstrip("\n").replace("speakers.close()", "speakers.mute()")
+    (root / "music.py").write_text(changed)
     index(root, store)
     assert vectors.pending_files >= 1  # the index changed: not known current
     assert vectors.catch_up() == 1
-    assert len(again.texts) == 1 and "speakers.mute()" in again.texts[0]
+    assert len(again.texts) == 1
+    assert "speakers.mute()" in again.texts[0]
     assert len(vectors.matrix) == 4
 
     # and back again: that text's vector is still cached
@@ -141,7 +143,9 @@ def test_the_vectors_in_memory_are_those_of_the_chunks_now(tmp_path: Path) -> No
                                            "JOIN files ON files.id = file_id").fetchall())  # fmt: skip
     for chunk_id, path, symbol, text in rows:
         vector = CountingEmbedder().embed([embedded_text(path, symbol, text)])[0]
-        assert vectors.matrix.nearest(vector, 1) == [(chunk_id, pytest.approx(1.0))]
+        [(nearest, similarity)] = vectors.matrix.nearest(vector, 1)
+        assert nearest == chunk_id
+        assert similarity == pytest.approx(1.0)
     store.close()
 
 
@@ -172,7 +176,8 @@ def test_the_answers_are_lexical_while_the_vectors_are_pending(tmp_path: Path) -
     question = "the buyer's payment back"
     before = fused.semantic_search(question, top_k=10, path=None).structured
     words = lexical.semantic_search(question, top_k=10, path=None).structured
-    assert before is not None and words is not None
+    assert before is not None
+    assert words is not None
     assert before["results"] == words["results"]
     assert before["index"] == {"files": 3, "pending": 1, "vectors_pending": 1}
     assert "still wait for their vectors" in fused.semantic_search(question, top_k=10, path=None).texts[0]
