@@ -271,11 +271,14 @@ class Engine:
 
     def index_info(self) -> dict[str, int]:
         """The index's files and those pending: still to index or, when ranking by
-        meaning, still waiting for their vectors (`vectors_pending`, ranked by words until then)."""
+        meaning, still waiting for their vectors (then also `vectors_pending`: those
+        files are ranked by their words until their vectors are there)."""
         files, _ = self.store.counts()
         if self.meaning is None:
             return {"files": files, "pending": self.state.reported}
         waiting = self.meaning.pending()
+        if not waiting:
+            return {"files": files, "pending": self.state.reported}
         return {"files": files, "pending": self.state.reported + waiting, "vectors_pending": waiting}
 
     def ranked(self, question: str, *, path: str | None = None) -> list[Scored]:
