@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -48,13 +49,22 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("assern.context")
 
-#: The model's name, part of every key (another model, other vectors).
-MODEL = "wordllama-l2_supercat-256"
-DIMENSIONS = 256
+#: The model's name, part of every key (another model or size, other vectors).
+MODEL = "wordllama-l2_supercat"
+#: The model's vectors are cut to their first this many dimensions and made unit length
+#: again (the model was trained so that its leading dimensions carry the most, the
+#: "Matryoshka" way): at 10,000 files (150,000 chunks) 256 dimensions held in memory
+#: took the process past its 300 MB budget; see docs/context.md for what 64 costs.
+DIMENSIONS = 64
+DIMENSIONS_ENV = "ASSERN_CONTEXT_EMBED_DIMS"
+#: Texts per call of the model: its padded batch of token vectors is the largest
+#: temporary of the process (texts x tokens x 256 floats).
+MODEL_BATCH = 16
 #: Chunks embedded per batch (and per transaction).
 EMBED_BATCH = 128
 #: The longest text of one chunk that is embedded, in characters.
 TEXT_LIMIT = 2000
+TEXT_LIMIT_ENV = "ASSERN_CONTEXT_EMBED_CHARS"
 #: Seconds between looks at whether the index changed (`Store.writes`).
 POLL_S = 0.25
 
@@ -79,15 +89,28 @@ def load_embedder() -> Embedder:
     return WordLlamaEmbedder()
 
 
-def embedded_text(path: str, symbol: str | None, text: str) -> str:
+def embedded_text(path: str, symbol: str | None, text: str, limit: int = TEXT_LIMIT) -> str:
     """What is embedded of a chunk: its path and symbol in words, then its text."""
     head = " ".join(words(path)) + (" " + " ".join(words(symbol)) if symbol else "")
-    return f"{head}\n{text}"[:TEXT_LIMIT]
+    return f"{head}\n{text}"[:limit]
 
 
-def vector_key(text: str) -> bytes:
-    """The cache key of an embedded text (the model's name and the text)."""
-    return hashlib.blake2b(f"{MODEL}\0{text}".encode(errors="replace"), digest_size=16).digest()
+def vector_key(text: str, dimensions: int = DIMENSIONS) -> bytes:
+    """The cache key of an embedded text (the model's name and size, and the text)."""
+    named = f"{MODEL}-{dimensions}\0{text}"
+    return hashlib.blake2b(named.encode(errors="replace"), digest_size=16).digest()
+
+
+def shortened(matrix: Floats, dimensions: int) -> Floats:
+    """Each row cut to its first `dimensions` and made unit length again (a row of zeros,
+    a text of no known token, stays zeros)."""
+    import numpy as np
+
+    cut = np.array(matrix[:, :dimensions], dtype=np.float32)
+    np.nan_to_num(cut, copy=False)
+    norms = np.linalg.norm(cut, axis=1, keepdims=True)
+    np.divide(cut, norms, out=cut, where=norms > 0)
+    return cut
 
 
 # -- the database's side (each run under the store's lock: Store.run) --------------------
@@ -249,9 +272,20 @@ class Vectorizer:
         embedder: Makes the model (called once, at the first need).
     """
 
-    def __init__(self, store: Store, embedder: Callable[[], Embedder] = load_embedder) -> None:
+    def __init__(
+        self,
+        store: Store,
+        embedder: Callable[[], Embedder] = load_embedder,
+        *,
+        text_limit: int | None = None,
+        dimensions: int | None = None,
+    ) -> None:
         self.store = store
-        self.matrix = Matrix()
+        #: characters of each chunk embedded, and dimensions kept of each vector
+        #: (ASSERN_CONTEXT_EMBED_CHARS and ASSERN_CONTEXT_EMBED_DIMS, for measuring)
+        self.text_limit = text_limit or int(os.environ.get(TEXT_LIMIT_ENV) or TEXT_LIMIT)
+        self.dimensions = dimensions or int(os.environ.get(DIMENSIONS_ENV) or DIMENSIONS)
+        self.matrix = Matrix(self.dimensions)
         self._make = embedder
         self._embedder: Embedder | None = None
         self._make_lock = threading.Lock()
@@ -317,18 +351,23 @@ class Vectorizer:
         rows = self.store.run(lambda db: _rows(db, ids))
         chunks = []
         for chunk_id, path, symbol, text in rows:
-            key = vector_key(embedded_text(path, symbol, text))
+            key = vector_key(embedded_text(path, symbol, text, self.text_limit), self.dimensions)
             chunks.append((chunk_id, path, symbol, text, key))
         keys = list({chunk[4] for chunk in chunks})
         known = self.store.run(lambda db: _stored(db, keys))
         missing: dict[bytes, str] = {}
         for _, path, symbol, text, key in chunks:
             if key not in known:
-                missing[key] = embedded_text(path, symbol, text)
+                missing[key] = embedded_text(path, symbol, text, self.text_limit)
         new: list[tuple[bytes, bytes]] = []
         if missing:
-            matrix = np.ascontiguousarray(self.embedder.embed(list(missing.values())), dtype=np.float32)
-            np.nan_to_num(matrix, copy=False)  # a text of no known token has no direction
+            texts = list(missing.values())
+            matrix = np.concatenate(
+                [
+                    shortened(self.embedder.embed(texts[start : start + MODEL_BATCH]), self.dimensions)
+                    for start in range(0, len(texts), MODEL_BATCH)
+                ]
+            )
             self.embedded += len(missing)
             new = [(key, matrix[row].tobytes()) for row, key in enumerate(missing)]
             known.update(new)
@@ -353,7 +392,7 @@ class Vectorizer:
         """(chunk id, similarity) of the chunks nearest the question's meaning."""
         if not len(self.matrix):
             return []
-        vector = self.embedder.embed([question])[0]
+        vector = shortened(self.embedder.embed([question]), self.dimensions)[0]
         return self.matrix.nearest(vector, limit)
 
     def fetch(self, path_glob: str | None) -> Callable[[list[int]], list[Hit]]:
