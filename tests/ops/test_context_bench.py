@@ -74,7 +74,7 @@ def test_the_engine_path_through_mcp_with_a_stand_in_engine(tmp_path: Path) -> N
     assert 0.0 < row["bundle_hit_rate"] <= 1.0
     assert row["index"]["click"]["files"] > 50
     assert row["index"]["click"]["rss_mb"] > 10
-    assert f"\nengine lexical     {row['all']['ndcg@10']:>8.3f}" in stdout
+    assert f"\n{'engine lexical':<22} {row['all']['ndcg@10']:>8.3f}" in stdout
     # the mode reached the engine through its environment; the operations run has none
     [quality_state] = (work).glob("home-lexical-*/cache/context/double.json")
     assert json.loads(quality_state.read_text())["ranking"] == "lexical"
