@@ -86,7 +86,36 @@ def load_embedder() -> Embedder:
     """The extra's model, from its wheel (never downloaded)."""
     from assern.actors.search.semantic import Embedder as WordLlamaEmbedder
 
+    keep_heap_small()
     return WordLlamaEmbedder()
+
+
+#: glibc's mallopt parameter for the size from which blocks are mapped on their own.
+_M_MMAP_THRESHOLD = -3
+#: Blocks this large and larger are given back to the system as soon as they are freed.
+MMAP_THRESHOLD = 128 * 1024
+
+
+def keep_heap_small() -> bool:
+    """Fix glibc's mmap threshold (whether it took).
+
+    The model's batches are large temporaries of varying size; glibc raises its mmap
+    threshold each time such a block is freed, so later ones come from the heap and stay
+    in the process's resident memory: over 150,000 chunks that was 60 MB and more of
+    freed memory never returned. A fixed threshold gives every large block back when it
+    is freed. Elsewhere than glibc this does nothing.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return False
+    try:
+        mallopt = ctypes.CDLL(name).mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
 def embedded_text(path: str, symbol: str | None, text: str, limit: int = TEXT_LIMIT) -> str:
