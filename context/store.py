@@ -12,7 +12,8 @@ table of each chunk's terms in three columns (symbol, path, body) ranked by SQLi
 BM25 (which picks the candidates of a query's rarer terms), then scored by BM25F over
 all its terms (bm25.py) with running field-length sums kept in `totals`. The terms are
 computed by terms.py, never by FTS5's tokenizer, so that questions and code meet on the
-same stems and whole identifiers.
+same stems and whole identifiers. `vectors` and `chunk_vectors` hold the chunks'
+vectors when the ranking uses them (vectors.py; a trigger drops a chunk's row with it).
 
 A database that cannot be opened or read (corrupted, or written by another schema) is
 moved aside and rebuilt; `Store.rebuilt` says so, for the log.
