@@ -34,6 +34,7 @@ import watchfiles
 from mcp.server import NotificationOptions, Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
+from assern.context.fusion import DEFAULT_METHOD, Fusion, Meaning, parse_fusion
 from assern.context.index import Indexer, batches, plan
 from assern.context.rank import SIGNALS
 from assern.context.scan import (
@@ -48,6 +49,7 @@ from assern.context.state import write_state
 from assern.context.store import Store, database_path
 from assern.context.terms import Terms
 from assern.context.tools import READ_ONLY, TOOLS, Answer, Engine, IndexState, ToolError
+from assern.context.vectors import Vectorizer, semantic_installed
 
 INSTRUCTIONS = (
     "This project's own code and docs, indexed and ranked: semantic_search finds the "
@@ -87,33 +89,61 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-#: The ranking the benchmark asks for (ops/bench/context/README.md): BM25F alone, or
-#: re-ranked (the default); "fused" needs vectors, which this server does not compute yet.
+#: The ranking (docs/context.md): `fused` (the default with the `assern[semantic]`
+#: extra), `reranked` (the default without it), and for measuring each step
+#: (ops/bench/context/): `lexical` (BM25F alone), `meaning` (the vectors alone) and
+#: `fused-norerank` (words and meaning fused, not re-ranked).
 RANKING_ENV = "ASSERN_CONTEXT_RANKING"
+RANKINGS = ("fused", "reranked", "lexical", "meaning", "fused-norerank")
 #: One re-ranking signal to switch off, to measure what it brings (rank.SIGNALS).
 DISABLE_ENV = "ASSERN_CONTEXT_RERANK_DISABLE"
+#: How the fused rankings fuse: `rrf` or `blend`, optionally `:WEIGHT` (fusion.py).
+FUSION_ENV = "ASSERN_CONTEXT_FUSION"
 
 
-def ranking_signals(environ: dict[str, str]) -> tuple[str, ...]:
-    """The re-ranking signals `environ` asks for.
+@attrs.frozen(kw_only=True)
+class Ranking:
+    """The ranking a process was asked for: its name, its re-ranking signals, and whether
+    and how it uses the vectors (`meaning`; `fusion` None with them ranks by meaning alone)."""
+
+    mode: str
+    signals: tuple[str, ...]
+    meaning: bool = False
+    fusion: Fusion | None = None
+
+
+def choose_ranking(environ: dict[str, str], *, semantic: bool) -> Ranking:
+    """The ranking `environ` asks for; `semantic`: whether the extra is installed.
 
     Raises:
-        ValueError: an unknown ranking or signal, or "fused" (no vectors yet).
+        ValueError: an unknown ranking, signal or fusion, or one that needs the extra
+            when it is not installed.
     """
-    mode = environ.get(RANKING_ENV) or "reranked"
-    if mode == "fused":
+    mode = environ.get(RANKING_ENV) or ("fused" if semantic else "reranked")
+    if mode not in RANKINGS:
+        raise ValueError(f"{RANKING_ENV}={mode!r}: expected one of {', '.join(RANKINGS)}")
+    meaning = mode in ("fused", "meaning", "fused-norerank")
+    if meaning and not semantic:
         raise ValueError(
-            f"{RANKING_ENV}=fused: ranking by meaning is not available in the context server yet "
-            "(only 'lexical' and 'reranked')"
+            f"{RANKING_ENV}={mode}: ranking by meaning needs the semantic extra "
+            "(pip install 'assern[semantic]': wordllama and numpy), which is not installed"
         )
-    if mode not in ("lexical", "reranked"):
-        raise ValueError(f"{RANKING_ENV}={mode!r}: expected 'lexical' or 'reranked'")
     disabled = environ.get(DISABLE_ENV) or None
     if disabled is not None and disabled not in SIGNALS:
         raise ValueError(f"{DISABLE_ENV}={disabled!r}: expected one of {', '.join(SIGNALS)}")
-    if mode == "lexical":
-        return ()
-    return tuple(signal for signal in SIGNALS if signal != disabled)
+    fusion = None
+    if mode in ("fused", "fused-norerank"):
+        try:
+            fusion = parse_fusion(environ.get(FUSION_ENV) or DEFAULT_METHOD)
+        except ValueError as exc:
+            raise ValueError(f"{FUSION_ENV}={exc}") from None
+    signals = () if mode in ("lexical", "meaning", "fused-norerank") else SIGNALS
+    return Ranking(
+        mode=mode,
+        signals=tuple(signal for signal in signals if signal != disabled),
+        meaning=meaning,
+        fusion=fusion,
+    )
 
 
 def assern_home(environ: dict[str, str]) -> Path:
@@ -177,6 +207,7 @@ class ContextServer:
         *,
         watch: bool = True,
         signals: tuple[str, ...] = SIGNALS,
+        ranking: Ranking | None = None,
     ) -> None:
         self.root = root
         self.rules = rules
@@ -192,7 +223,17 @@ class ContextServer:
             log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
         self.state = IndexState()
         self.secret = SecretFilter(rules.secrets)
-        self.engine = Engine(root, self.store, Terms(), self.secret, self.state, signals=signals)
+        #: the chunks' vectors, when the ranking uses them (vectors.py)
+        self.vectors: Vectorizer | None = None
+        meaning = None
+        if ranking is not None:
+            signals = ranking.signals
+            if ranking.meaning:
+                self.vectors = Vectorizer(self.store)
+                meaning = Meaning(self.vectors, ranking.fusion)
+        self.engine = Engine(
+            root, self.store, Terms(), self.secret, self.state, signals=signals, meaning=meaning
+        )
         self.indexer = Indexer(root, self.store, Terms(), max_file_size=rules.max_file_size)
         #: one walk or batch of events at a time (the watcher's, or a reindex asked)
         self.lock = trio.Lock()
@@ -542,6 +583,8 @@ async def serve(context: ContextServer) -> None:
             await nursery.start(context.on_signals)
             nursery.start_soon(context.keep_index)
             nursery.start_soon(context.check_database)
+            if context.vectors is not None:
+                nursery.start_soon(context.vectors.keep, lambda: context.state.complete)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, options)
             nursery.cancel_scope.cancel()
@@ -560,7 +603,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"assern.context: --root {args.root!r} is not a folder", file=sys.stderr)
         raise SystemExit(2)
     try:
-        signals = ranking_signals(dict(os.environ))
+        ranking = choose_ranking(dict(os.environ), semantic=semantic_installed())
     except ValueError as exc:
         print(f"assern.context: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -568,5 +611,6 @@ def main(argv: list[str] | None = None) -> None:
     rules = ScanRules(
         exclude=tuple(args.exclude), max_file_size=args.max_file_size, secrets=tuple(args.secret)
     )
-    context = ContextServer(root, rules, db, watch=not args.no_watch, signals=signals)
+    context = ContextServer(root, rules, db, watch=not args.no_watch, ranking=ranking)
+    log.info("context ranking", ranking=ranking.mode, signals=list(ranking.signals))
     anyio.run(serve, context, backend="trio")

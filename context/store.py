@@ -16,7 +16,9 @@ by terms.py, never by FTS5's tokenizer, so that questions and code meet on the s
 stems and whole identifiers. `lexical` keeps no copy of the terms (`content = ''`): the
 compressed copy in `chunks` is what BM25F reads and what a deletion hands back to FTS5
 (a contentless table forgets a row given its rowid and its values); at 10,000 files this
-halves what the terms take on disk.
+halves what the terms take on disk. `vectors` and `chunk_vectors`
+hold the chunks' vectors when the ranking uses them (vectors.py; a trigger drops a
+chunk's row with it).
 
 A database that cannot be opened or read (corrupted, or written by another schema) is
 moved aside and rebuilt; `Store.rebuilt` says so, for the log. A running server finds
@@ -35,7 +37,7 @@ import sqlite3
 import threading
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
     from pathlib import Path
 
+T = TypeVar("T")
 
 #: Bumped whenever the tables or the terms change: an older database is rebuilt.
 SCHEMA_VERSION = "4"
@@ -88,6 +91,11 @@ CREATE TABLE IF NOT EXISTS totals (
     body INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO totals VALUES (1, 0, 0, 0, 0);
+-- vectors.py: each vector once per content hash, and which chunk has which
+CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS chunk_vectors (chunk_id INTEGER PRIMARY KEY, key BLOB NOT NULL);
+CREATE TRIGGER IF NOT EXISTS chunk_vectors_gone AFTER DELETE ON chunks
+    BEGIN DELETE FROM chunk_vectors WHERE chunk_id = old.id; END;
 """
 
 
@@ -175,6 +183,8 @@ class Store:
         #: (indexed files, chunks) as of the last write (every answer tells them)
         self._counts: tuple[int, int] | None = None
         self._counted = 0
+        #: how many batches changed the chunks (vectors.py looks for new ones when it grows)
+        self.writes = 0
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -298,6 +308,7 @@ class Store:
 
     def write(self, updates: Iterable[FileUpdate], deleted: Iterable[str] = ()) -> None:
         """Write one batch in one transaction: all of it is committed, or none."""
+        updates, deleted = list(updates), list(deleted)
         with self._lock:
             self._guard()
             db = self._db
@@ -312,6 +323,8 @@ class Store:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            if deleted or any(update.chunks is not None for update in updates):
+                self.writes += 1
 
     def _delete(self, path: str) -> None:
         db = self._db
@@ -468,6 +481,37 @@ class Store:
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.chunk_id))
         return hits[:limit]
+
+    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` done on the database under the store's lock (for vectors.py's tables)."""
+        with self._lock:
+            return work(self._db)
+
+    def chunks(self, ids: Sequence[int], *, path_glob: str | None = None) -> list[Hit]:
+        """The hits (score 0) of those of `ids` still indexed, whose path matches `path_glob`."""
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT chunks.id, files.path, chunks.start_line, chunks.end_line, chunks.kind, "
+                "chunks.symbol, chunks.text FROM chunks JOIN files ON files.id = chunks.file_id "
+                f"WHERE chunks.id IN ({', '.join('?' * len(ids))})",
+                list(ids),
+            ).fetchall()
+        return [
+            Hit(
+                chunk_id=row[0],
+                path=row[1],
+                start_line=row[2],
+                end_line=row[3],
+                kind=row[4],
+                symbol=row[5],
+                text=row[6],
+                score=0.0,
+            )
+            for row in rows
+            if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)
+        ]
 
     def paths(self) -> list[str]:
         """Every indexed file's path."""

@@ -27,6 +27,7 @@ from assern.context.scan import SNIFF_BYTES, looks_binary
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
+    from assern.context.fusion import Meaning
     from assern.context.scan import SecretFilter
     from assern.context.store import Store
     from assern.context.terms import Terms
@@ -70,7 +71,11 @@ _RESULT = {
 }
 _INDEX = {
     "type": "object",
-    "properties": {"files": {"type": "integer"}, "pending": {"type": "integer"}},
+    "properties": {
+        "files": {"type": "integer"},
+        "pending": {"type": "integer"},
+        "vectors_pending": {"type": "integer"},
+    },
     "required": ["files", "pending"],
 }
 
@@ -234,8 +239,11 @@ class Engine:
         state: IndexState,
         *,
         signals: Collection[str] = SIGNALS,
+        meaning: Meaning | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
+        #: the fusion hook: the lexical candidates fused with the meaning (fusion.py)
+        self.meaning = meaning
         self.signals = tuple(signals)
         self.store = store
         self.terms = terms
@@ -262,12 +270,22 @@ class Engine:
         )
 
     def index_info(self) -> dict[str, int]:
+        """The index's files and those pending: still to index or, when ranking by
+        meaning, still waiting for their vectors (then also `vectors_pending`: those
+        files are ranked by their words until their vectors are there)."""
         files, _ = self.store.counts()
-        return {"files": files, "pending": self.state.reported}
+        if self.meaning is None:
+            return {"files": files, "pending": self.state.reported}
+        waiting = self.meaning.pending()
+        if not waiting:
+            return {"files": files, "pending": self.state.reported}
+        return {"files": files, "pending": self.state.reported + waiting, "vectors_pending": waiting}
 
     def ranked(self, question: str, *, path: str | None = None) -> list[Scored]:
         query = parse_query(question, self.terms)
         hits = self.store.search(query.terms, limit=CANDIDATES, path_glob=path)
+        if self.meaning is not None:
+            hits = self.meaning.candidates(question, hits, path)
         return rerank(hits, query, signals=self.signals)
 
     # -- semantic_search ----------------------------------------------------------------
@@ -432,6 +450,8 @@ class Engine:
                 hints.append(f"uses of {symbol}: {', '.join(callers)}")
         if pending := self.state.reported:
             hints.append(f"the index is still being built: {pending} files pending, so some may be missing")
+        if self.meaning is not None and (waiting := self.meaning.pending()):
+            hints.append(f"{waiting} files still wait for their vectors: ranked by their words until then")
         return hints
 
     def callers(self, symbol: str, *, exclude: set[str], limit: int = 3) -> list[str]:
@@ -504,6 +524,11 @@ def render_results(results: list[dict[str, Any]], index: Mapping[str, int]) -> s
             lines.append(f"    … ({len(preview) - PREVIEW_LINES} more lines)")
     if index["pending"]:
         lines.append(f"(index: {index['files']} files, {index['pending']} still pending)")
+    if index.get("vectors_pending"):
+        lines.append(
+            f"({index['vectors_pending']} files still wait for their vectors: "
+            "ranked by their words until then)"
+        )
     return "\n".join(lines)
 
 

@@ -74,6 +74,9 @@ async def test_status_search_and_reindex_through_the_instance(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
     _project(assern_env.work)
+    # ranked by words alone (the default without the semantic extra), so that a word
+    # found nowhere finds nothing: the meaning would always name a nearest file
+    assern_env.env["ASSERN_CONTEXT_RANKING"] = "reranked"
     config = write_config('[servers.code]\nbuiltin = "context"\nroot = "work"\n')
     at = ("--config", str(config))
     printed: list[str] = []

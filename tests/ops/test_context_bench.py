@@ -48,14 +48,14 @@ def test_the_smoke_run_prints_both_baselines_and_the_engine_or_why_not(tmp_path:
         assert 0.0 < row["all"]["ndcg@10"] <= 1.0, name
         assert 0.0 < row["all"]["recall@5"] <= 1.0, name
         assert len(row["answers"]) == 8
-        assert f"\n{name:<18} {row['all']['ndcg@10']:>8.3f}" in stdout
+        assert f"\n{name:<22} {row['all']['ndcg@10']:>8.3f}" in stdout
     assert "ripgrep baseline: " in stdout
     if engine_installed():
         assert 0.0 <= quality["engine reranked"]["all"]["ndcg@10"] <= 1.0
         assert "engine operations (default ranking)" in stdout
     else:
         assert quality["engine reranked"] == {"n/a": "engine not installed"}
-        assert "engine reranked    n/a (engine not installed)" in stdout
+        assert "engine reranked        n/a (engine not installed)" in stdout
         assert report["operations"] == "n/a (engine not installed)"
 
 
@@ -74,7 +74,7 @@ def test_the_engine_path_through_mcp_with_a_stand_in_engine(tmp_path: Path) -> N
     assert 0.0 < row["bundle_hit_rate"] <= 1.0
     assert row["index"]["click"]["files"] > 50
     assert row["index"]["click"]["rss_mb"] > 10
-    assert f"\nengine lexical     {row['all']['ndcg@10']:>8.3f}" in stdout
+    assert f"\n{'engine lexical':<22} {row['all']['ndcg@10']:>8.3f}" in stdout
     # the mode reached the engine through its environment; the operations run has none
     [quality_state] = (work).glob("home-lexical-*/cache/context/double.json")
     assert json.loads(quality_state.read_text())["ranking"] == "lexical"

@@ -129,3 +129,32 @@ def test_the_synthetic_tree_copies_files_until_the_count_each_text_file_distinct
     texts = {(tmp_path / "tree" / f).read_bytes() for f in files if f.endswith("b.md")}
     assert len(texts) == 3  # three copies of b.md, none alike
     assert {(tmp_path / "tree" / f).read_bytes() for f in files if f.endswith(".bin")} == {b"\0\1"}
+
+
+def _row(ndcg: float, recall: float, bundle: float | None = None) -> dict[str, Any]:
+    return {"all": {"ndcg@10": ndcg, "recall@5": recall}, "bundle_hit_rate": bundle}
+
+
+def test_each_step_is_worth_the_difference_of_two_rows_of_the_run() -> None:
+    quality = {
+        "engine lexical": _row(0.70, 0.80, 0.75),
+        "engine reranked": _row(0.86, 0.95, 0.96),
+        "engine fused": _row(0.87, 0.94, 0.96),
+        "engine fused-norerank": _row(0.72, 0.85, 0.80),
+        "engine meaning": {"n/a": "semantic extra not installed"},
+        "engine -symbol": _row(0.88, 0.96, 0.96),
+        "engine -role": _row(0.80, 0.90, None),
+    }
+    found = bench.contributions(quality)
+    assert found["re-ranking, on the words alone"] == pytest.approx(
+        {"ndcg@10": 0.16, "recall@5": 0.15, "bundle": 0.21}
+    )
+    assert found["re-ranking, on words and meaning fused"]["ndcg@10"] == pytest.approx(0.15)
+    assert found["meaning fused in, without re-ranking"]["ndcg@10"] == pytest.approx(0.02)
+    assert found["meaning fused in, with re-ranking"]["recall@5"] == pytest.approx(-0.01)
+    assert found["signal symbol (re-ranked less it)"]["ndcg@10"] == pytest.approx(-0.02)
+    assert found["signal role (re-ranked less it)"] == pytest.approx(
+        {"ndcg@10": 0.06, "recall@5": 0.05, "bundle": None}
+    )
+    # a row not measured (n/a) gives no step
+    assert "meaning alone against the words alone" not in found

@@ -58,7 +58,11 @@ import scoring  # noqa: E402
 TOP_K = 10
 BUNDLE_TOKENS = 2000
 SCALE_FILES = 10_000
-ENGINE_MODES = ("lexical", "reranked", "fused")
+ENGINE_MODES = ("lexical", "reranked", "fused", "fused-norerank", "meaning")
+#: the modes that rank by meaning (the `assern[semantic]` extra's vectors)
+MEANING_MODES = ("fused", "fused-norerank", "meaning")
+#: the engine's re-ranking signals, each ablated in a full run (assern.context.rank.SIGNALS)
+SIGNALS = ("symbol", "path", "role")
 RANKING_ENV = "ASSERN_CONTEXT_RANKING"
 ABLATE_ENV = "ASSERN_CONTEXT_RERANK_DISABLE"
 SMOKE_PROJECT = "click"
@@ -469,7 +473,7 @@ def quality(
         if engine is None:
             report[f"engine {mode}"] = {"n/a": "engine not installed"}
             continue
-        if mode == "fused" and not semantic_importable():
+        if mode in MEANING_MODES and not semantic_importable():
             report[f"engine {mode}"] = {"n/a": "semantic extra not installed"}
             continue
         answers, hits, per_project = [], [], {}
@@ -484,6 +488,41 @@ def quality(
             "index": per_project,
         }
     return report
+
+
+#: (what, with, without): each step's contribution is row `with` minus row `without`
+STEPS = (
+    ("re-ranking, on the words alone", "engine reranked", "engine lexical"),
+    ("re-ranking, on words and meaning fused", "engine fused", "engine fused-norerank"),
+    ("meaning fused in, without re-ranking", "engine fused-norerank", "engine lexical"),
+    ("meaning fused in, with re-ranking", "engine fused", "engine reranked"),
+    ("meaning alone against the words alone", "engine meaning", "engine lexical"),
+)
+
+
+def contributions(quality: dict[str, Any]) -> dict[str, dict[str, float | None]]:
+    """Each ranking step's worth as the difference of two rows measured in this run:
+    the re-ranking, the meaning, and each re-ranking signal (re-ranked less that signal)."""
+    steps = list(STEPS)
+    steps += [
+        (f"signal {name[len('engine -') :]} (re-ranked less it)", "engine reranked", name)
+        for name in quality
+        if name.startswith("engine -")
+    ]
+    found: dict[str, dict[str, float | None]] = {}
+    for what, with_, without in steps:
+        a, b = quality.get(with_), quality.get(without)
+        if not a or not b or "n/a" in a or "n/a" in b:
+            continue
+        bundle = None
+        if a.get("bundle_hit_rate") is not None and b.get("bundle_hit_rate") is not None:
+            bundle = round(a["bundle_hit_rate"] - b["bundle_hit_rate"], 4)
+        found[what] = {
+            "ndcg@10": round(a["all"]["ndcg@10"] - b["all"]["ndcg@10"], 4),
+            "recall@5": round(a["all"]["recall@5"] - b["all"]["recall@5"], 4),
+            "bundle": bundle,
+        }
+    return found
 
 
 def rg_version(rg: str) -> str:
@@ -548,24 +587,31 @@ def print_report(report: dict[str, Any]) -> None:
 def print_quality(report: dict[str, Any], q: dict[str, Any]) -> None:
     projects = list(q["projects"])
     print(f"\nranking quality: {q['queries']} queries over {', '.join(projects)} (file level)")
-    head = f"{'ranking':<18} {'NDCG@10':>8} {'Recall@5':>9} {'few-words':>10} {'bundle':>7} {'q p95 ms':>9}"
+    head = f"{'ranking':<22} {'NDCG@10':>8} {'Recall@5':>9} {'few-words':>10} {'bundle':>7} {'q p95 ms':>9}"
     print(head + "".join(f" {p[:8]:>8}" for p in projects))
     for name in ("bm25", "ripgrep", *(k for k in q if k.startswith("engine "))):
         row = q[name]
         if "n/a" in row:
-            print(f"{name:<18} n/a ({row['n/a']})")
+            print(f"{name:<22} n/a ({row['n/a']})")
             continue
         few = _cell(row["few_shared_words"].get("ndcg@10"), 10)
         bundle = _cell(row.get("bundle_hit_rate"), 7)
-        line = f"{name:<18} {row['all']['ndcg@10']:>8.3f} {row['all']['recall@5']:>9.3f} {few} "
+        line = f"{name:<22} {row['all']['ndcg@10']:>8.3f} {row['all']['recall@5']:>9.3f} {few} "
         line += f"{bundle} {row['query_ms_p95']:>9.2f}"
         print(line + "".join(f" {row['projects'][p]['ndcg@10']:>8.3f}" for p in projects))
     kinds = list(q["bm25"]["kinds"])
     print("\nNDCG@10 by kind of question")
-    print(f"{'ranking':<18}" + "".join(f" {k[:12]:>12}" for k in kinds))
+    print(f"{'ranking':<22}" + "".join(f" {k[:12]:>12}" for k in kinds))
     for name in ("bm25", "ripgrep", *(k for k in q if k.startswith("engine "))):
         if "n/a" not in q[name]:
-            print(f"{name:<18}" + "".join(f" {q[name]['kinds'][k]['ndcg@10']:>12.3f}" for k in kinds))
+            print(f"{name:<22}" + "".join(f" {q[name]['kinds'][k]['ndcg@10']:>12.3f}" for k in kinds))
+    contributions = report.get("contributions")
+    if contributions:
+        print("\nwhat each step brings (differences between rows of this run)")
+        print(f"{'step':<46} {'NDCG@10':>8} {'Recall@5':>9} {'bundle':>7}")
+        for name, row in contributions.items():
+            bundle = f"{row['bundle']:>+7.3f}" if row.get("bundle") is not None else f"{'-':>7}"
+            print(f"{name:<46} {row['ndcg@10']:>+8.3f} {row['recall@5']:>+9.3f} {bundle}")
     print("(few-words: NDCG@10 on the queries written without their answer's words; bundle: share of")
     print(f" queries with a labelled file in a {BUNDLE_TOKENS}-token get_context_for_prompt bundle)")
     print(f"ripgrep baseline: {q['ripgrep']['tool']}")
@@ -613,7 +659,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--engine-env", action="append", default=[], help="KEY=VALUE for the engine (repeatable)"
     )
     parser.add_argument("--ablate", action="append", default=[], metavar="SIGNAL",
-                        help=f"also run `reranked` with {ABLATE_ENV}=SIGNAL (repeatable)")  # fmt: skip
+                        help=f"also run `reranked` with {ABLATE_ENV}=SIGNAL (repeatable; "
+                             f"default without --mode or --smoke: each of {', '.join(SIGNALS)})")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (trees, databases)")
     parser.add_argument("--files", type=int, metavar="N",
                         help="only the engine's operations over a synthetic tree of N files "
@@ -646,11 +693,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "corpus": {p: f"{known[p].name}=={known[p].version}" for p in names},
         "quality": quality(queries, roots, engine, modes, work),
     }
+    ablate = args.ablate or ([] if args.smoke or args.mode else list(SIGNALS))
     if engine is not None:
-        for signal in args.ablate:
+        for signal in ablate:
             ablated = attrs.evolve(engine, env=(*engine.env, (ABLATE_ENV, signal)))
             row = quality(queries, roots, ablated, ["reranked"], work)["engine reranked"]
             report["quality"][f"engine -{signal}"] = row
+    report["contributions"] = contributions(report["quality"])
     tree = None
     if not args.no_operations and not args.smoke:
         tree = work / "trees" / f"synthetic-{SCALE_FILES}"
