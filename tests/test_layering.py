@@ -39,7 +39,7 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
 OUTSIDE = "supervisor/ imports nothing outside"
 SHELL = "nothing under actors/ imports the shell"
 OTHER_ACTOR = "actors/config imports no other actor"
-CONTEXT_OUT = "context/ imports only supervisor/ and actors/search/text"
+CONTEXT_OUT = "context/ imports only supervisor/, actors/search/text and actors/search/semantic"
 CONTEXT_IN = "nothing imports context/"
 
 ALLOWED = {

@@ -2,8 +2,9 @@
 
 Arrows point one way only: app → actors → supervisor, and context → supervisor.
 - `supervisor/` imports nothing of the project outside itself, and nothing of MCP;
-- `context/` (the context server, its own process) imports `supervisor/` and the text
-  helpers of `actors/search/text.py`, nothing else of the project; nothing imports it
+- `context/` (the context server, its own process) imports `supervisor/`, the text
+  helpers of `actors/search/text.py` and the semantic extra's model loader
+  (`actors/search/semantic.py`), nothing else of the project; nothing imports it
   (the config starts it as `python -I -m assern.context`, by name);
 - `actors/config/` imports no other actor;
 - nothing under `actors/` or `supervisor/` imports the shell (`app/`);
@@ -23,7 +24,7 @@ from pathlib import Path
 #: The folders that are installed as `assern.<folder>`.
 PACKAGES = ("supervisor", "actors", "app", "context", "examples")
 #: What `context/` may import of `actors/`: the pure text helpers, nothing with state.
-CONTEXT_OK = ("assern.actors.search.text",)
+CONTEXT_OK = ("assern.actors.search.text", "assern.actors.search.semantic")
 #: Third-party names that only the MCP side of the project may import.
 MCP_LIBRARIES = ("mcp", "mcp_types", "pydantic")
 
@@ -140,7 +141,8 @@ def violations(root: Path) -> list[str]:
                 problems.append(f"{module} imports {target}: actors/config imports no other actor")
             elif layer == "context" and other not in ("context", "supervisor") and target not in CONTEXT_OK:
                 problems.append(
-                    f"{module} imports {target}: context/ imports only supervisor/ and actors/search/text"
+                    f"{module} imports {target}: context/ imports only supervisor/, actors/search/text"
+                    " and actors/search/semantic"
                 )
             elif layer != "context" and other == "context":
                 problems.append(f"{module} imports {target}: nothing imports context/ (it is a process)")
