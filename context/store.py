@@ -37,7 +37,7 @@ import sqlite3
 import threading
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
@@ -466,16 +466,7 @@ class Store:
             )
         weights = {term: idf(df[term], stats.chunks) for term in present}
         hits = [
-            Hit(
-                chunk_id=row[0],
-                path=row[1],
-                start_line=row[2],
-                end_line=row[3],
-                kind=row[4],
-                symbol=row[5],
-                text=row[6],
-                score=score(_fields(row[7], row[8]), weights, stats),
-            )
+            _hit(row, score(_fields(row[7], row[8]), weights, stats))
             for row in rows
             if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)
         ]
@@ -498,20 +489,7 @@ class Store:
                 f"WHERE chunks.id IN ({', '.join('?' * len(ids))})",
                 list(ids),
             ).fetchall()
-        return [
-            Hit(
-                chunk_id=row[0],
-                path=row[1],
-                start_line=row[2],
-                end_line=row[3],
-                kind=row[4],
-                symbol=row[5],
-                text=row[6],
-                score=0.0,
-            )
-            for row in rows
-            if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)
-        ]
+        return [_hit(row, 0.0) for row in rows if path_glob is None or fnmatch.fnmatchcase(row[1], path_glob)]
 
     def paths(self) -> list[str]:
         """Every indexed file's path."""
@@ -526,3 +504,17 @@ class Store:
 def _fields(packed: bytes, path_terms: str) -> tuple[str, str, str]:
     symbol, body = unpack_terms(packed)
     return symbol, path_terms, body
+
+
+def _hit(row: Sequence[Any], score: float) -> Hit:
+    """A hit of a row that starts (chunk id, path, start, end, kind, symbol, text)."""
+    return Hit(
+        chunk_id=row[0],
+        path=row[1],
+        start_line=row[2],
+        end_line=row[3],
+        kind=row[4],
+        symbol=row[5],
+        text=row[6],
+        score=score,
+    )
