@@ -274,6 +274,10 @@ class BackendActor:
     async def _serve(self, session: BackendSession) -> None:
         self.calls.last_activity = trio.current_time()
         async with trio.open_nursery() as calls:
+            if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                # before the mailbox: a subscription taken from it must find the stream
+                # being opened, and wait for its acknowledgement (sdk_client.py `_follow`)
+                await calls.start(self._listen, session)
             calls.start_soon(self._refresher, session)
             calls.start_soon(self._serve_mailbox, session, calls)
             calls.start_soon(self._watch_exit)
@@ -281,8 +285,6 @@ class BackendActor:
             calls.start_soon(watch_deadlines, self.calls.spliced, self.spec.timeout, self.calls.expire)
             if self.spec.idle_timeout is not None:
                 calls.start_soon(self._watch_idle, self.spec.idle_timeout)
-            if session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                calls.start_soon(self._listen, session)
             await self._ended.wait()
             end = self._end
             assert end is not None
@@ -294,8 +296,11 @@ class BackendActor:
             log.warning("backend_exited", exit=self._link.exit_code, reason=self.calls.exit_reason)
         raise end
 
-    async def _listen(self, session: BackendSession) -> None:
-        """Follow a 2026-07-28 backend's changes: they arrive on a `subscriptions/listen` stream."""
+    async def _listen(
+        self, session: BackendSession, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Follow a 2026-07-28 backend's changes: they arrive on a `subscriptions/listen`
+        stream. Started once the stream is being opened (or known not to be)."""
         caps = session.server_capabilities
         pinned = self._pinned()  # capabilities unknown: ask for all, the server honours a subset
         wanted = {
@@ -305,7 +310,9 @@ class BackendActor:
         }
         follows_resources = pinned or bool(caps.resources and caps.resources.subscribe)
         if not any(wanted.values()) and not follows_resources:
+            task_status.started()
             return
+        task_status.started()  # `listen` marks its stream as opening before it first waits
         try:
             await session.listen(
                 tools=wanted["tools_list_changed"],
