@@ -21,7 +21,6 @@ database from scratch), and follows the reindex with a progress bar until it is 
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from assern.actors.listener.context_index import context_servers, index_entry, p
 from assern.app.control_client import ControlError, request
 from assern.app.ctl.common import Usage, find_instance, no_instance, print_json
 from assern.app.running import environ
+from assern.supervisor.io.reaper import process_alive
 
 if TYPE_CHECKING:
     import argparse
@@ -182,15 +182,7 @@ def _current(entry: Mapping[str, Any], found: Mapping[str, Any]) -> bool:
 
 
 def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int):
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return isinstance(pid, int) and process_alive(pid)
 
 
 def follow(

@@ -711,6 +711,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["operations"] = "n/a (engine not installed)"
     else:
         report["operations"] = operations(queries, roots, engine, tree, work)
+    return finish(args, report, work)
+
+
+def finish(args: argparse.Namespace, report: dict[str, Any], work: Path) -> int:
+    """Print (and with --json write) the report; the work folder goes unless --keep."""
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     print_report(report)
@@ -738,12 +743,7 @@ def scale_only(
     # a tenth of a second a file at most, for a loaded machine
     row = trio.run(engine_operations, engine, tree, queries, 20, work, max(INDEX_TIMEOUT_S, args.files / 10))
     report = {"operations": {f"synthetic {args.files} files": row}}
-    if not args.keep:
-        shutil.rmtree(work, ignore_errors=True)
-    print_report(report)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return finish(args, report, work)
 
 
 if __name__ == "__main__":
