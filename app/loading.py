@@ -18,6 +18,10 @@ only: the quick path of app/quick.py uses it.
 from __future__ import annotations
 
 import gc
+import importlib
+import sys
+import types
+from typing import Any
 
 #: A full-collection threshold never reached while a block runs.
 DEFERRED = 1 << 30
@@ -44,21 +48,44 @@ class FullCollectionsDeferred:
         gc.freeze()
 
 
-def import_structlog_without_greenlet() -> None:
-    """Import structlog with `greenlet` hidden, unless either is loaded already.
+def import_structlog_lean() -> None:
+    """Import structlog with `greenlet` hidden and `asyncio` left for later, unless
+    structlog is loaded already.
 
     structlog imports its deprecated `threadlocal` module on import, which imports
     greenlet when it is installed (trio-asyncio, used only by asyncio middlewares, installs
     it): 1.4 MB resident in every instance, for a thread-local replacement assern never
     uses. Hidden, structlog takes `threading.local` instead; greenlet imports normally
     afterwards, for trio-asyncio when an asyncio middleware is configured.
-    """
-    import sys
 
-    if "structlog" in sys.modules or "greenlet" in sys.modules:
+    structlog's standard-library and native loggers import `asyncio` at the top of their
+    modules for their asynchronous methods only, which assern never calls: 1.4 MB more
+    (asyncio and `concurrent.futures`) in a trio process. While structlog loads, they are
+    given a stand-in that imports asyncio the first time one of its names is used;
+    afterwards `import asyncio` is the real one as usual (trio-asyncio's, for one).
+    """
+    if "structlog" in sys.modules:
         return
-    sys.modules["greenlet"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    stand_in = None if "asyncio" in sys.modules else LoadedOnUse("asyncio")
+    if stand_in is not None:
+        sys.modules["asyncio"] = stand_in
+    hide_greenlet = "greenlet" not in sys.modules
+    if hide_greenlet:
+        sys.modules["greenlet"] = None  # type: ignore[assignment]  # an import of it raises ImportError
     try:
         import structlog  # noqa: F401
     finally:
-        del sys.modules["greenlet"]
+        if hide_greenlet:
+            del sys.modules["greenlet"]
+        if stand_in is not None and sys.modules.get("asyncio") is stand_in:
+            del sys.modules["asyncio"]
+
+
+class LoadedOnUse(types.ModuleType):
+    """Stands in for a module not imported yet: the first name looked up on it imports
+    the module (which then replaces it in `sys.modules`) and answers from it."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attr)

@@ -99,10 +99,10 @@ def main() -> int:
         code = quick_proxy(argv, os.environ, cwd)
         if code is not None:
             return code
-    from assern.app.loading import FullCollectionsDeferred, import_structlog_without_greenlet
+    from assern.app.loading import FullCollectionsDeferred, import_structlog_lean
 
     with FullCollectionsDeferred():
-        import_structlog_without_greenlet()
+        import_structlog_lean()
         from assern.app.cli import assern_main
 
     return assern_main(argv)

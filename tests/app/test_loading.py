@@ -58,8 +58,8 @@ def test_a_failed_import_restores_the_thresholds() -> None:
 def test_structlog_is_imported_without_greenlet_which_still_imports_afterwards() -> None:
     code = (
         "import sys\n"
-        "from assern.app.loading import import_structlog_without_greenlet\n"
-        "import_structlog_without_greenlet()\n"
+        "from assern.app.loading import import_structlog_lean\n"
+        "import_structlog_lean()\n"
         "import structlog\n"
         "print('structlog' in sys.modules, 'greenlet' in sys.modules)\n"
         "structlog.contextvars.bind_contextvars(fine=1)\n"
@@ -69,3 +69,33 @@ def test_structlog_is_imported_without_greenlet_which_still_imports_afterwards()
     argv = [sys.executable, "-c", code]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
     assert done.stdout.split() == ["True", "False", "True"]
+
+
+def test_structlog_leaves_asyncio_unloaded_until_a_name_of_it_is_used() -> None:
+    code = (
+        "import sys\n"
+        "from assern.app.loading import import_structlog_lean\n"
+        "import_structlog_lean()\n"
+        "import structlog.stdlib\n"
+        "print('asyncio' in sys.modules, 'concurrent.futures' in sys.modules)\n"
+        "loop = structlog.stdlib.asyncio.new_event_loop()\n"  # structlog's own name for it
+        "import asyncio\n"
+        "print(isinstance(loop, asyncio.AbstractEventLoop), sys.modules['asyncio'] is asyncio)\n"
+        "print(asyncio.run(asyncio.sleep(0, 'ran')))\n"
+    )
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.split() == ["False", "False", "True", "True", "ran"]
+
+
+def test_an_asyncio_imported_first_is_left_alone() -> None:
+    code = (
+        "import sys, asyncio\n"
+        "from assern.app.loading import import_structlog_lean\n"
+        "import_structlog_lean()\n"
+        "import structlog.stdlib\n"
+        "print(structlog.stdlib.asyncio is asyncio, sys.modules['asyncio'] is asyncio)\n"
+    )
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.split() == ["True", "True"]

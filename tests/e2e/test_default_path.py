@@ -28,8 +28,9 @@ pytestmark = pytest.mark.e2e
 #: the JSON Schema compiler (the time server's schemas are plain, and its calls valid),
 #: the search index's stemmer, the asyncio bridge, the semantic extra, the YAML layout,
 #: the context server (a process of its own, when configured), the `mcp` SDK's server
-#: and client, and greenlet's extension (which structlog would load for nothing:
-#: app/loading.py; the failed import of `greenlet` it is shown instead still has a line).
+#: and client, and greenlet's extension and asyncio (which structlog would load for
+#: nothing: app/loading.py; the failed import of `greenlet` it is shown instead still has
+#: a line).
 UNUSED = (
     "assern.context",
     "sqlite3",
@@ -43,6 +44,8 @@ UNUSED = (
     "snowballstemmer",
     "trio_asyncio",
     "greenlet._greenlet",
+    "asyncio",
+    "concurrent.futures",
     "wordllama",
     "numpy",
     "yaml",
