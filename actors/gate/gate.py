@@ -134,10 +134,11 @@ def output_mismatch(server: str, tool: str, problems: Sequence[str]) -> types.Ca
 
 
 def screen_arguments(
-    gate: Gate, tool: types.Tool, server: str, original: str, arguments: Any, client: str | None
+    gate: Gate, exposed: str, tool: types.Tool, server: str, original: str, arguments: Any, client: str | None
 ) -> types.CallToolResult | None:
     """Check a call's arguments: the result that answers it instead of the backend when
-    strict validation stops it, else None (a "warn" gate logs what it found)."""
+    strict validation stops it, else None (a "warn" gate logs what it found). `exposed`
+    is the name the client called, `tool` the backend's definition."""
     inputs = gate.inputs
     if inputs is None or inputs.plainly_valid(arguments if arguments is not None else {}):
         return None  # the usual call: known valid in one check (see plain_schema.py)
@@ -149,7 +150,7 @@ def screen_arguments(
         log.info(
             "call_refused", server=server, tool=original, rule="validate", client=client, problems=problems
         )
-        return rejected(tool.name, problems, tool.input_schema)
+        return rejected(exposed, problems, tool.input_schema)
     log.warning("call_arguments_invalid", server=server, tool=original, client=client, problems=problems)
     return None
 

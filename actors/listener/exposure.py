@@ -138,4 +138,4 @@ async def call(
 
 def _description(catalog: Catalog, name: str) -> str | None:
     route = catalog.tools.get(name)
-    return route.tool.description if route is not None else None
+    return route.definition.description if route is not None else None

@@ -167,7 +167,7 @@ class Handlers:
         if gate is not None:
             client = self._routing.client
             stopped = screen_arguments(
-                gate, route.tool, route.server, route.original, params.arguments, client
+                gate, route.name, route.definition, route.server, route.original, params.arguments, client
             )
             if stopped is None and gate.confirm:
                 ask = self._origin(ctx.peer).ask

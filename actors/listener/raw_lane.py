@@ -88,7 +88,9 @@ def raw_route(
     if gate is not None:
         if not gate.raw:
             return None  # it waits for the client's confirmation: the session's
-        stopped = screen_arguments(gate, route.tool, route.server, route.original, arguments, routing.client)
+        stopped = screen_arguments(
+            gate, route.name, route.definition, route.server, route.original, arguments, routing.client
+        )
         if stopped is not None:
             return stopped
         if gate.outputs is None:

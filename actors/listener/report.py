@@ -167,10 +167,10 @@ def tool_rows(catalog: Catalog) -> list[dict[str, str]]:
             servers = ", ".join(dict.fromkeys(action.server for action in group.actions.values()))
             actions = ", ".join(group.actions)
             rows.append({"name": group.name, "server": servers, "description": f"actions: {actions}"})
-        listed = {tool.name for tool in catalog.listed}
+        listed = set(catalog.listed_names)
         routes = [route for route in routes if route.name in listed]
     for route in routes:
-        text = (route.tool.description or "").strip()
+        text = (route.definition.description or "").strip()
         first = text.splitlines()[0] if text else ""
         rows.append({"name": route.name, "server": route.server, "description": first})
     return rows

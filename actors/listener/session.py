@@ -382,7 +382,7 @@ class ClientConnection:
         while True:
             self._seen_version, new = await self.routing.next_catalog(self._seen_version)
             kinds = []
-            if old.listed != new.listed:
+            if old.tools_json != new.tools_json:
                 kinds.append("tools")
             if list(old.prompts) != list(new.prompts):
                 kinds.append("prompts")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -60,9 +61,18 @@ class ToolRoute:
     name: str
     server: str
     original: str
-    tool: types.Tool
+    #: the tool as its backend listed it (its own name)
+    definition: types.Tool
     #: what its calls pass through (None: forwarded untouched)
     gate: Gate | None = attrs.field(default=None, eq=False)
+
+    @property
+    def tool(self) -> types.Tool:
+        """The tool as clients see it, under its exposed name: made when asked (a
+        listing or a description), so a catalog holds each backend's definition once."""
+        if self.definition.name == self.name:
+            return self.definition
+        return self.definition.model_copy(update={"name": self.name})
 
 
 @attrs.frozen(kw_only=True)
@@ -114,16 +124,19 @@ class Catalog:
     #: a backend's own tool name -> the exposed names of every tool with that name
     by_base: Mapping[str, tuple[str, ...]] = attrs.field(factory=dict)
     capabilities: Mapping[str, types.ServerCapabilities] = attrs.field(factory=dict)
-    #: the `tools` array of a tools/list result, encoded once per catalog version
-    tools_json: bytes = b"[]"
     naming: Naming = "prefix"
     #: "all": every tool is listed; "search": the meta-tools and the pinned tools
     exposure: Exposure = "all"
     #: the patterns of tools listed beside the meta-tools in search exposure
     pinned: tuple[str, ...] = ()
-    #: what tools/list answers (every tool, or the meta-tools and the pinned ones)
-    listed: tuple[types.Tool, ...] = attrs.field(
-        default=attrs.Factory(lambda self: tuple(r.tool for r in self.tools.values()), takes_self=True)
+    #: what tools/list answers (every tool, or the meta-tools and the pinned ones): a
+    #: meta-tool or grouped tool as it is, a routed tool by its route
+    listing: tuple[types.Tool | ToolRoute, ...] = attrs.field(
+        default=attrs.Factory(lambda self: tuple(self.tools.values()), takes_self=True)
+    )
+    #: the `tools` array of a tools/list result, encoded once per catalog version
+    tools_json: bytes = attrs.field(
+        default=attrs.Factory(lambda self: listing_json(self.listing), takes_self=True)
     )
     #: the search index of every callable tool (built in search exposure only)
     search: SearchIndex | None = attrs.field(default=None, eq=False)
@@ -142,19 +155,32 @@ class Catalog:
         exposure with nothing pinned): then it need not wait for backends still starting."""
         return self.exposure == "search" and not self.pinned
 
+    @functools.cached_property
+    def listed(self) -> tuple[types.Tool, ...]:
+        """The tools of tools/list as clients see them, made on the first ask (the stdio
+        lanes answer from `tools_json` and never ask)."""
+        return tuple(item.tool if isinstance(item, ToolRoute) else item for item in self.listing)
+
     @property
     def tool_list(self) -> list[types.Tool]:
         return list(self.listed)
 
+    @property
+    def listed_names(self) -> list[str]:
+        return [item.name for item in self.listing]
+
     def input_schema(self, name: str) -> Mapping[str, Any] | None:
         """The inputSchema of the tool a client calls as `name` (a grouped tool, a routed
         one, or a listed meta-tool); None when no tool has that name."""
-        found = self.groups.get(name) or self.tools.get(name)
-        if found is not None:
-            return found.tool.input_schema
-        for tool in self.listed:
-            if tool.name == name:
-                return tool.input_schema
+        group = self.groups.get(name)
+        if group is not None:
+            return group.tool.input_schema
+        route = self.tools.get(name)
+        if route is not None:
+            return route.definition.input_schema
+        for item in self.listing:
+            if item.name == name:
+                return item.definition.input_schema if isinstance(item, ToolRoute) else item.input_schema
         return None
 
     def schema_problems(self, *, since_built: bool = True) -> dict[str, tuple[str, str]]:
@@ -292,7 +318,7 @@ def build_catalog(
                 name=exposed,
                 server=server,
                 original=tool.name,
-                tool=tool.model_copy(update={"name": exposed}),
+                definition=tool,
                 gate=build_gate(
                     tool, tool_rules, known_as, grouped=exposure == "grouped", schemas=schemas, chain=chain
                 ),
@@ -336,39 +362,35 @@ def build_catalog(
             )
 
     grouped: dict[str, GroupRoute] = {}
+    shown: tuple[types.Tool | ToolRoute, ...]
     if exposure == "grouped":
         grouped = _groups(listings, tools, groups, group_names, description_format)
         in_groups = {action.name for group in grouped.values() for action in group.actions.values()}
-        listed = (
+        shown = (
             *(group.tool for group in grouped.values()),
             *(
-                route.tool
+                route
                 for name, route in tools.items()
                 if name not in in_groups or any(fnmatch.fnmatchcase(name, pattern) for pattern in pinned)
             ),
         )
     elif exposure == "search":
-        listed = (
+        shown = (
             *DEFINITIONS,
             *(
-                route.tool
+                route
                 for name, route in tools.items()
                 if any(fnmatch.fnmatchcase(name, pattern) for pattern in pinned)
             ),
         )
     else:
-        listed = tuple(route.tool for route in tools.values())
-    tools_json = json.dumps(
-        [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed],
-        separators=(",", ":"),
-    ).encode()
+        shown = tuple(tools.values())
     return Catalog(
         version=version,
         naming=mode,
         exposure=exposure,
         pinned=tuple(pinned),
-        listed=listed,
-        tools_json=tools_json,
+        listing=shown,
         servers=frozenset(listing.server for listing in listings),
         tools=tools,
         prompts=prompts,
@@ -427,7 +449,20 @@ def _groups(
 
 
 def _action(key: str, route: ToolRoute) -> Action:
-    return Action(key=key, name=route.name, server=route.server, tool=route.tool)
+    return Action(key=key, name=route.name, server=route.server, tool=route.definition)
+
+
+def listing_json(listing: Iterable[types.Tool | ToolRoute]) -> bytes:
+    """The `tools` array of a tools/list result, encoded."""
+    return json.dumps([_listed_json(item) for item in listing], separators=(",", ":")).encode()
+
+
+def _listed_json(item: types.Tool | ToolRoute) -> dict[str, Any]:
+    """One tool of a tools/list result as JSON, under its exposed name."""
+    tool = item.definition if isinstance(item, ToolRoute) else item
+    encoded = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    encoded["name"] = item.name
+    return encoded
 
 
 @attrs.frozen(kw_only=True)

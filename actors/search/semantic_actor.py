@@ -147,13 +147,14 @@ class SemanticActor:
         assert self._embedder is not None
         assert self._vectors is not None
         wanted = {
-            sem.tool_key(route.server, route.original, route.tool): route for route in catalog.tools.values()
+            sem.tool_key(route.server, route.original, route.definition): route
+            for route in catalog.tools.values()
         }
         missing = [key for key in wanted if key not in self._vectors.keys]
         vectors = self._vectors
         if missing:
             started = trio.current_time()
-            texts = [sem.tool_text(wanted[key].original, wanted[key].tool) for key in missing]
+            texts = [sem.tool_text(wanted[key].original, wanted[key].definition) for key in missing]
             matrix = await trio.to_thread.run_sync(self._embedder.embed, texts)
             vectors = vectors.extended(missing, matrix)
             log.info(

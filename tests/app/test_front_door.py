@@ -510,7 +510,7 @@ def catalog_with(*names: str) -> Catalog:
             name=f"a_{name}",
             server="a",
             original=name,
-            tool=types.Tool(name=name, input_schema={"type": "object"}),
+            definition=types.Tool(name=name, input_schema={"type": "object"}),
         )
         for name in names
     }

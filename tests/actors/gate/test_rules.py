@@ -106,7 +106,7 @@ def test_a_schema_that_compiles_only_on_a_call_and_fails_is_told_once_and_skippe
     assert not gate.broken  # valid JSON Schema: nothing known before a call
     with structlog.testing.capture_logs() as logs:
         for _ in range(2):
-            assert screen_arguments(gate, odd, "s", "x", {"a": 5}, None) is None
+            assert screen_arguments(gate, "s_x", odd, "s", "x", {"a": 5}, None) is None
     assert gate.broken is not None
     told = [entry for entry in logs if entry["event"] == "backend_schema_uncompilable"]
     assert [(entry["server"], entry["tool"]) for entry in told] == [("s", "x")]

@@ -1,5 +1,7 @@
 """Catalog building and routing, without I/O."""
 
+import json
+
 import mcp_types as types
 
 from assern.actors.router.catalog import (
@@ -26,6 +28,19 @@ def test_tools_are_prefixed_and_routed_to_their_owner() -> None:
     route = catalog.tools["jira_search"]
     assert (route.server, route.original, route.tool.name) == ("jira", "search", "jira_search")
     assert catalog.by_base["search"] == ("github_search", "jira_search")
+
+
+def test_a_catalog_holds_the_backends_definitions_and_lists_them_under_exposed_names() -> None:
+    gh = listing("gh", "search", "get_issue")
+    catalog = build_catalog([gh])
+    # One object per backend tool: the route keeps the backend's own definition, not a copy.
+    assert [route.definition for route in catalog.tools.values()] == list(gh.tools)
+    assert all(r.definition is t for r, t in zip(catalog.tools.values(), gh.tools, strict=True))
+    assert [tool["name"] for tool in json.loads(catalog.tools_json)] == ["gh_search", "gh_get_issue"]
+    assert [tool.name for tool in catalog.listed] == ["gh_search", "gh_get_issue"]
+    assert catalog.listed_names == ["gh_search", "gh_get_issue"]
+    assert catalog.listed[0].input_schema == gh.tools[0].input_schema
+    assert catalog.listed is catalog.listed  # made once, on the first ask
 
 
 def test_allowed_hides_from_the_list_and_is_remembered_for_refusal() -> None:
