@@ -74,6 +74,11 @@ CANDIDATES: dict[str, Setting] = {
     "feedback 1 tool, 5 words, 0.3": {"NAME_BONUS": 0.0, "feedback": (1, 5, 0.3)},
     "feedback 1 tool, 5 words, 0.15": {"NAME_BONUS": 0.0, "feedback": (1, 5, 0.15)},
     "evidence 0.5": {"NAME_BONUS": 0.0, "evidence": 0.5},
+    "enum values": {"enums": True},
+    "enum values, no name bonus": {"NAME_BONUS": 0.0, "enums": True},
+    "porter stemmer": {"analyzer": {"stemmer": "porter"}},
+    "synonym weight 0.3": {"SYNONYM_WEIGHT": 0.3},
+    "synonym weight 0.7": {"SYNONYM_WEIGHT": 0.7},
     "name bonus 0.25, evidence 0.7": {"NAME_BONUS": 0.25, "evidence": 0.7},
     "name bonus 0.25, evidence 0.5": {"NAME_BONUS": 0.25, "evidence": 0.5},
 }
@@ -161,9 +166,15 @@ class TriedAnalyzer(tx.Analyzer):
     """The analyzer with words of digits left out, irregular forms to their base, or
     `RELATED` beside the synonyms."""
 
-    def __init__(self, *, numbers: bool = False, irregular: bool = False, related: bool = False) -> None:
+    def __init__(
+        self, *, numbers: bool = False, irregular: bool = False, related: bool = False, stemmer: str = ""
+    ) -> None:
         super().__init__()
         self.numbers, self.irregular, self.related = numbers, irregular, related
+        if stemmer:
+            import snowballstemmer
+
+            self._stemmer = snowballstemmer.stemmer(stemmer)
 
     def term(self, word: str, *, remember: bool = True) -> str:
         if self.numbers and word.isdigit():
@@ -203,8 +214,34 @@ def lead_repeated(found: Sequence[BackendListing], times: int) -> list[BackendLi
     return [attrs.evolve(listing, tools=tuple(more(tool) for tool in listing.tools)) for listing in found]
 
 
+def with_enums(found: Sequence[BackendListing]) -> list[BackendListing]:
+    """The listings with each parameter's enum values (its items' too) added to its
+    description, where the index reads parameters."""
+
+    def more(tool: types.Tool) -> types.Tool:
+        schema = dict(tool.input_schema or {})
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):
+            return tool
+        changed = {}
+        for name, spec in properties.items():
+            if not isinstance(spec, Mapping):
+                changed[name] = spec
+                continue
+            items = spec.get("items")
+            values = [*spec.get("enum", ()), *(items.get("enum", ()) if isinstance(items, Mapping) else ())]
+            words = " ".join(str(value) for value in values)
+            text = str(spec.get("description", ""))
+            changed[name] = {**spec, "description": f"{text} {words}".strip()} if words else spec
+        return tool.model_copy(update={"input_schema": {**schema, "properties": changed}})
+
+    return [attrs.evolve(listing, tools=tuple(more(tool) for tool in listing.tools)) for listing in found]
+
+
 def catalog_for(found: Sequence[BackendListing], setting: Setting) -> Catalog:
     listed = lead_repeated(found, setting["lead"]) if "lead" in setting else list(found)
+    if setting.get("enums"):
+        listed = with_enums(listed)
     catalog = build_catalog(listed, exposure="search")
     analyzer = TriedAnalyzer(**setting.get("analyzer", {}))
     index = SearchIndex(analyzer=analyzer).updated(search_sources(listed, catalog))
@@ -213,7 +250,7 @@ def catalog_for(found: Sequence[BackendListing], setting: Setting) -> Catalog:
 
 @contextlib.contextmanager
 def knobs(setting: Setting) -> Iterator[None]:
-    """The index's module constants (NAME_BONUS, NAME_POOL) set for a while."""
+    """The index's module constants (NAME_BONUS, NAME_POOL, SYNONYM_WEIGHT) set for a while."""
     kept = {key: getattr(ix, key) for key in setting if key.isupper()}
     try:
         for key in kept:
