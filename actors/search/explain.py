@@ -7,9 +7,10 @@ with the meaning ranked too (the `assern[semantic]` extra), the tool's cosine si
 to the query and its rank by words and by meaning, from which the fusion's score comes
 (weight / (60 + rank) for each ranking it is in; semantic.py); its server (no server
 score is used in the ranking: the server's name and `instructions` count as two of the
-tool's fields, shown with the others); and what learning from use adds: how often the
-tool was called after a search and the share of the answer's best score that adds
-(learned.py), or that learning is off.
+tool's fields, shown with the others); the share of the tool's own name the query asks
+for and the bonus that gives its score (index.py, `NAME_BONUS`); and what learning from
+use adds: how often the tool was called after a search and the share of the answer's
+best score that adds (learned.py), or that learning is off.
 """
 
 from __future__ import annotations
@@ -94,6 +95,12 @@ def explanation_lines(name: str, entry: Mapping[str, Any]) -> list[str]:
     lines = [f"{name}: words {entry['words_score']}, covers {entry['coverage']:.0%} of the query"]
     if entry["exact_name"]:
         lines.append("  named exactly by the query: first")
+    named = entry.get("name")
+    if named is not None and named["share"]:
+        lines.append(
+            f"  name: {named['share']:.0%} of its words {named['terms']} asked for,"
+            f" score x{1 + named['bonus']:.2f}"
+        )
     for term in entry["terms"]:
         fields = ", ".join(f"{field} x{count}" for field, count in term["fields"].items())
         via = f" (for {term['synonym_of']!r})" if term["synonym_of"] else ""

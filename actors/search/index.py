@@ -76,6 +76,9 @@ class Doc:
     lengths: tuple[int, ...]
     #: the tool as its server listed it
     definition: types.Tool | None = None
+    #: the terms of the tool's own name that the server's name has not (the words that
+    #: say what it does: `create_branch`, not `github`)
+    named: tuple[str, ...] = ()
 
 
 @attrs.frozen(eq=False)
@@ -143,7 +146,10 @@ def analyse(source: SegmentInput, analyzer: Analyzer) -> Segment:
             instruction_terms,
         )
         lengths = tuple(len(terms) for terms in fields)
-        doc = Doc(name=exposed, server=source.server, tool=original, lengths=lengths, definition=tool)
+        named = tuple(dict.fromkeys(term for term in fields[0] if term not in server_terms))
+        doc = Doc(
+            name=exposed, server=source.server, tool=original, lengths=lengths, definition=tool, named=named
+        )
         docs.append(doc)
         frequencies: dict[str, list[int]] = {}
         for field, terms in enumerate(fields):
@@ -213,6 +219,13 @@ GOOD_SIMILARITY = 0.5
 UNKNOWN_SHARE = 0.5
 #: hits scoring under this share of the best are left out rather than padding the answer
 KEEP_SHARE = 0.15
+#: each of the best `NAME_POOL` tools by words has its score times 1 + NAME_BONUS x the
+#: share of its own name's terms that the query asks for (itself, or at the synonym
+#: weight through a synonym): of two tools that match the query alike, the one named for
+#: it comes first. 0 turns it off. Chosen on the tuning part of ops/bench/search/
+#: (candidates.py) and kept for its gain on the held-out part (docs/search-evaluation.md).
+NAME_BONUS = 0.25
+NAME_POOL = 20
 
 
 class SearchIndex:
@@ -340,7 +353,9 @@ class SearchIndex:
         to the tools already found, so the long lists of common words are looked up, not
         walked.
         """
-        limit = max(limit, 1)
+        wanted = max(limit, 1)
+        # The name bonus re-ranks the best NAME_POOL: the walk below finds that many.
+        limit = max(wanted, NAME_POOL) if NAME_BONUS else wanted
         asked = self._asked(query)
         unknown = tuple(term for term in asked if term not in self.df)
         concepts = {term: self._concept(term) for term in asked}
@@ -377,6 +392,11 @@ class SearchIndex:
                 found = entries.get(doc)
                 if found is not None:
                     scores[doc] += term_idf * found
+        if NAME_BONUS and scores:
+            named = self._named_weights(known)
+            for doc, score in heapq.nlargest(limit, scores.items(), key=lambda item: item[1]):
+                scores[doc] = score * (1.0 + NAME_BONUS * name_share(doc, named))
+        limit = wanted
         exact = self.exact(query.strip(), server)
         if exact:  # a tool asked for by its name comes first (every server's, by its own name)
             top = max(scores.values(), default=0.0) + 1.0
@@ -395,6 +415,15 @@ class SearchIndex:
                 break
             ranked.append((doc, score))
         return ranked, unknown
+
+    def _named_weights(self, known: Sequence[str]) -> dict[str, float]:
+        """The catalog's terms a query of `known` terms asks for, each with its weight
+        (1 for the term itself, the synonym weight for a synonym of one)."""
+        weights: dict[str, float] = {}
+        for term in known:
+            for member, factor in self._members(term):
+                weights[member] = max(weights.get(member, 0.0), factor)
+        return weights
 
     def explain(self, query: str, doc: Doc) -> dict[str, Any]:
         """Why `doc` scores what it scores for `query`: each query term it matches (or
@@ -428,9 +457,15 @@ class SearchIndex:
                 )
             )
         matched.sort(key=lambda item: -item[0])
+        share = name_share(doc, self._named_weights([t for t in self._asked(query) if t in self.df]))
         return {
             "exact_name": doc in self.exact(query.strip(), None),
             "words_score": round(sum(adds for adds, _ in matched), 3),
+            "name": {
+                "terms": list(doc.named),
+                "share": round(share, 3),
+                "bonus": round(NAME_BONUS * share, 3),
+            },
             "terms": [entry for _, entry in matched],
             "coverage": round(self.coverage(query)(doc), 3),
         }
@@ -486,6 +521,15 @@ class SearchIndex:
             self._by_name = {**own, **exposed}
         named = self._by_name.get(query, ())
         return tuple(doc for doc in named if server is None or doc.server == server)
+
+
+def name_share(doc: Doc, asked: Mapping[str, float]) -> float:
+    """The share of `doc`'s own name terms that a query asks for, 0..1 (`asked`: the
+    terms it asks for, each with its weight; a term asked through a synonym counts at
+    the synonym weight). 0 for a tool whose name is only its server's name."""
+    if not doc.named:
+        return 0.0
+    return sum(asked.get(term, 0.0) for term in doc.named) / len(doc.named)
 
 
 def _count(df: dict[str, int], segment: Segment, sign: int) -> None:

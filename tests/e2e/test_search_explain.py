@@ -36,7 +36,10 @@ async def test_the_running_instance_explains_its_answer(
             assert found["tools"][0]["name"] == "alpha_add"
             explained = found["explain"]["alpha_add"]
             assert explained["exact_name"] is False
-            assert explained["words_score"] == pytest.approx(found["tools"][0]["score"], abs=0.01)
+            # the words' score, times the bonus of its name ("add") that the query asks for
+            assert explained["name"] == {"terms": ["add"], "share": 1.0, "bonus": 0.25}
+            named = 1 + explained["name"]["bonus"]
+            assert explained["words_score"] * named == pytest.approx(found["tools"][0]["score"], abs=0.01)
             assert {term["term"] for term in explained["terms"]} >= {"add"}
             assert all(term["fields"] for term in explained["terms"])
             assert list(found["explain"]) == [tool["name"] for tool in found["tools"]]
@@ -45,6 +48,7 @@ async def test_the_running_instance_explains_its_answer(
             assert text.returncode == 0, err(text)
             lines = out(text).splitlines()
             assert any(line.startswith("alpha_add: words ") for line in lines)
+            assert "  name: 100% of its words ['add'] asked for, score x1.25" in lines
             assert any(line.startswith("  'add': idf ") and "name x1" in line for line in lines)
 
             plain = await ctl_json(assern_env, "search", *at, "add", "two", "numbers")

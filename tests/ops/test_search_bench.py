@@ -123,3 +123,20 @@ def test_the_simulated_use_is_built_from_the_tuning_part_and_scored_held_out() -
     for learning in (["none"], ["prior", "0.3/3.0"], ["terms", "0.3/3.0"]):
         row = next(row for row in rows if row[: len(learning) + 1] == [*learning, "steps"])
         assert 0 < float(row[len(learning) + 3]) <= 1  # Recall@5 of the held-out steps
+
+
+def test_the_candidates_are_figured_on_two_folds_of_the_tuning_part() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "candidates.py"), "--only", "as it is"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("as it is"))
+    # fold A, fold B and both: steps Recall@5 and MRR, whole tasks Recall@5 and MRR
+    assert [part.split()[0] for part in row[len("as it is") :].split("|")] == ["A", "B", "both"]
+    figures = [float(word) for word in row.split() if word[0].isdigit()]
+    assert len(figures) == 12
+    assert all(0 < figure <= 1 for figure in figures)
+    assert "heldout" not in done.stdout

@@ -68,7 +68,9 @@ def test_the_words_a_tool_matches_add_up_to_its_score() -> None:
     query = "open a new issue in my repository"
     for hit in idx.find(query).hits:
         explained = idx.explain(query, hit.doc)
-        assert explained["words_score"] == pytest.approx(hit.score, abs=0.01)
+        # the words' score, times the bonus of the tool's name the query asks for
+        named = 1 + explained["name"]["bonus"]
+        assert explained["words_score"] * named == pytest.approx(hit.score, abs=0.01)
         assert explained["coverage"] == pytest.approx(hit.coverage, abs=0.001)
         assert not explained["exact_name"]
     best = idx.explain(query, idx.find(query).hits[0].doc)
@@ -85,6 +87,22 @@ def test_the_words_a_tool_matches_add_up_to_its_score() -> None:
     assert through["synonym_of"] == "new"
     adds = [term["adds"] for term in best["terms"]]
     assert adds == sorted(adds, reverse=True)
+
+
+def test_the_bonus_of_a_name_the_query_asks_for_is_explained() -> None:
+    idx = index()
+    query = "post a message"
+    hit = idx.find(query).hits[0]
+    explained = idx.explain(query, hit.doc)
+    assert explained["name"] == {"terms": ["post", "messag"], "share": 1.0, "bonus": 0.25}
+    assert "  name: 100% of its words ['post', 'messag'] asked for, score x1.25" in explanation_lines(
+        hit.doc.name, explained
+    )
+    # a tool none of whose name the query asks for gets no line
+    other = next(doc for doc in idx.docs() if doc.tool == "list_channels")
+    assert not any(
+        line.startswith("  name:") for line in explanation_lines(other.name, idx.explain(query, other))
+    )
 
 
 def test_a_tool_named_exactly_says_so() -> None:

@@ -7,7 +7,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 
-from assern.actors.search.index import SearchIndex, SegmentInput, analyse, parameter_texts
+from assern.actors.search import index as ix
+from assern.actors.search.index import SearchIndex, SegmentInput, analyse, name_share, parameter_texts
 from assern.actors.search.text import Analyzer
 
 
@@ -233,3 +234,53 @@ def test_a_need_counts_once_however_many_of_its_synonyms_a_tool_uses() -> None:
         ("board", None),
         ("add", "creat"),
     ]
+
+
+KANBAN = server(
+    "kanban",
+    tool("new_board", "Start an empty board in the workspace."),
+    tool("add_card", "Add a card to a board's column.", board="The board"),
+    tool("list_cards", "List the cards of a column."),
+)
+
+
+def test_a_tool_named_for_the_query_comes_before_one_that_only_mentions_it() -> None:
+    # By words alone, add_card answers "new board" best: "add" (a synonym of "new") is
+    # in its name, "board" in its description and its parameter. new_board is named for
+    # all the query asks, and the bonus of its name puts it first.
+    idx = index(GITHUB, FILES, SLACK, KANBAN)
+    found = idx.find("new board")
+    assert names(found)[:2] == ["kanban_new_board", "kanban_add_card"]
+    words = {hit.doc.tool: idx.explain("new board", hit.doc)["words_score"] for hit in found.hits}
+    assert words["add_card"] > words["new_board"]
+
+
+def test_the_name_bonus_is_bounded_by_the_share_of_the_name_asked_for() -> None:
+    idx = index(GITHUB, FILES, SLACK, KANBAN)
+    assert ix.NAME_BONUS > 0
+    for query in ("new board", "create a new issue in my repo", "post a message to a channel"):
+        for hit in idx.find(query).hits:
+            explained = idx.explain(query, hit.doc)
+            share = explained["name"]["share"]
+            assert 0.0 <= share <= 1.0
+            assert hit.score == pytest.approx(
+                explained["words_score"] * (1 + ix.NAME_BONUS * share), abs=0.01
+            )
+
+
+def test_the_share_of_a_name_leaves_out_the_server_name_and_counts_synonyms_at_their_weight() -> None:
+    segment = analyse(
+        server(
+            "github",
+            tool("github_create_issue", "Create an issue."),
+            tool("github", "Everything GitHub."),
+        ),
+        Analyzer(),
+    )
+    named, bare = segment.docs
+    assert named.named == ("creat", "issu")  # not "github": every tool of the server has it
+    assert bare.named == ()
+    assert name_share(named, {"creat": 1.0, "issu": 1.0}) == 1.0
+    assert name_share(named, {"issu": 1.0}) == 0.5
+    assert name_share(named, {"creat": 0.5}) == 0.25  # asked through a synonym
+    assert name_share(bare, {"github": 1.0}) == 0.0

@@ -56,7 +56,7 @@ def test_reranking_lifts_a_called_tool_by_a_share_of_the_best_score() -> None:
 
 
 def test_reranking_never_adds_a_tool_and_keeps_an_exact_name_first() -> None:
-    index = index_of(("read_file", "read a file"), ("reader", "read the file named read_file quickly"))
+    index = index_of(("read_file", "read a file"), ("reader", "read the file read_file"))
     found = index.find("read_file", limit=lrn.CANDIDATES)
     exact = index.exact("read_file", None)
     learned = lrn.Learned({("s", "reader"): 10_000, ("s", "absent"): 10_000})

@@ -1,0 +1,427 @@
+"""Ranking candidates of the held-out steps work, tuned on the tuning part alone.
+
+    .venv/bin/python ops/bench/search/candidates.py            # the tuning part, two folds
+    .venv/bin/python ops/bench/search/candidates.py --heldout  # the held-out part, once
+
+Each candidate is a setting of the search's knobs (text.py, index.py) or a re-ranking
+tried here before it is built in. Without `--heldout` only the tuning part is read:
+its units are cut into two folds at random (a recorded seed), and each candidate's
+Recall@5 and MRR of steps and of whole tasks are printed for each fold and for both,
+so a setting chosen on one fold can be checked on the other. With `--heldout` the
+held-out part's figures of the chosen settings are printed (whole figures only, no
+query by query), to be run once a choice is made. See docs/search-evaluation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import random
+import re
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import mcp_types as types
+
+from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
+from assern.actors.search import index as ix
+from assern.actors.search import text as tx
+from assern.actors.search.index import SearchIndex
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import labels  # noqa: E402 - the benchmark's folder is no package
+import run  # noqa: E402
+from labels import Query  # noqa: E402
+
+FOLD_SEED = 2911
+
+Setting = dict[str, Any]
+
+#: name -> what it sets: the index's knobs ("NAME_BONUS": value) or a variant tried here
+#: ("analyzer", "lead", "name", "feedback", "evidence"); "as it is" is the search now
+CANDIDATES: dict[str, Setting] = {
+    "as it is": {},
+    "before: no name bonus": {"NAME_BONUS": 0.0},
+    "numbers dropped": {"NAME_BONUS": 0.0, "analyzer": {"numbers": True}},
+    "irregular forms": {"NAME_BONUS": 0.0, "analyzer": {"irregular": True}},
+    "related words": {"NAME_BONUS": 0.0, "analyzer": {"related": True}},
+    "name bonus 0.25 (kept)": {"NAME_BONUS": 0.25},
+    "name bonus 0.5": {"NAME_BONUS": 0.5},
+    "name bonus 1.0": {"NAME_BONUS": 1.0},
+    "name bonus 0.25 by idf": {"NAME_BONUS": 0.25, "name": "idf"},
+    "name bonus 0.5 by idf": {"NAME_BONUS": 0.5, "name": "idf"},
+    "name bonus 0.75 by idf": {"NAME_BONUS": 0.75, "name": "idf"},
+    "name bonus 1.0 by idf": {"NAME_BONUS": 1.0, "name": "idf"},
+    "name bonus 0.5 by idf, pool 10": {"NAME_BONUS": 0.5, "NAME_POOL": 10, "name": "idf"},
+    "name bonus 0.25, short 4": {"NAME_BONUS": 0.25, "name": 4},
+    "name bonus 0.5, short 4": {"NAME_BONUS": 0.5, "name": 4},
+    "name bonus 0.5, short 3": {"NAME_BONUS": 0.5, "name": 3},
+    "name bonus 0.25, related words": {"NAME_BONUS": 0.25, "analyzer": {"related": True}},
+    "name bonus 0.25, related, irregular": {
+        "NAME_BONUS": 0.25,
+        "analyzer": {"related": True, "irregular": True},
+    },
+    "first sentence x2": {"NAME_BONUS": 0.0, "lead": 1},
+    "first sentence x3": {"NAME_BONUS": 0.0, "lead": 2},
+    "feedback 3 tools, 5 words, 0.3": {"NAME_BONUS": 0.0, "feedback": (3, 5, 0.3)},
+    "feedback 3 tools, 10 words, 0.3": {"NAME_BONUS": 0.0, "feedback": (3, 10, 0.3)},
+    "feedback 5 tools, 10 words, 0.5": {"NAME_BONUS": 0.0, "feedback": (5, 10, 0.5)},
+    "feedback 1 tool, 5 words, 0.3": {"NAME_BONUS": 0.0, "feedback": (1, 5, 0.3)},
+    "feedback 1 tool, 5 words, 0.15": {"NAME_BONUS": 0.0, "feedback": (1, 5, 0.15)},
+    "evidence 0.5": {"NAME_BONUS": 0.0, "evidence": 0.5},
+    "enum values": {"enums": True},
+    "enum values, no name bonus": {"NAME_BONUS": 0.0, "enums": True},
+    "porter stemmer": {"analyzer": {"stemmer": "porter"}},
+    "synonym weight 0.3": {"SYNONYM_WEIGHT": 0.3},
+    "synonym weight 0.7": {"SYNONYM_WEIGHT": 0.7},
+    "name bonus 0.25, evidence 0.7": {"NAME_BONUS": 0.25, "evidence": 0.7},
+    "name bonus 0.25, evidence 0.5": {"NAME_BONUS": 0.25, "evidence": 0.5},
+}
+
+#: groups of words that ask for related things in general English (what a user says
+#: against what a tool's author wrote), beside text.SYNONYMS; written before they were
+#: tried, not from the labelled queries
+RELATED = (
+    "distance far near route direction directions travel",
+    "location place address coordinates geocode position",
+    "orientation rotate landscape portrait",
+    "upload put attach",
+    "remember memorize record store save",
+    "forget delete",
+    "mute silence snooze",
+    "metric metrics measurement usage statistics stats",
+    "status state transition progress",
+    "close resolve finish complete done",
+    "rename move",
+    "schedule plan book",
+    "notify alert notification remind reminder",
+    "comment reply note annotate",
+    "copy duplicate clone",
+    "start launch open begin",
+    "stop end terminate kill halt",
+    "link connect relate relation associate",
+    "format style highlight color colour",
+    "freeze pin lock",
+    "summary summarize digest overview",
+    "chart graph plot diagram visualize",
+    "table spreadsheet sheet",
+    "error exception failure crash",
+    "price cost pay payment billing invoice",
+    "sort order rank",
+    "translate convert transform",
+    "compare diff difference",
+    "undo revert rollback restore",
+    "merge combine join",
+    "login authenticate signin auth",
+    "deploy release ship",
+    "hotel lodging accommodation stay rental",
+    "weather forecast temperature",
+    "news article headline",
+    "video clip movie",
+    "song music track audio",
+    "install setup",
+    "read load",
+    "count number total",
+)
+
+#: irregular forms of English verbs and nouns, to their base form before stemming (the
+#: Snowball stemmer strips suffixes only: "frozen" does not meet "freeze")
+IRREGULAR = {
+    form: base
+    for base, forms in (
+        ("arise", "arose arisen"), ("begin", "began begun"), ("bind", "bound"),
+        ("break", "broke broken"), ("bring", "brought"), ("build", "built"), ("buy", "bought"),
+        ("catch", "caught"), ("choose", "chose chosen"), ("come", "came"), ("draw", "drew drawn"),
+        ("drive", "drove driven"), ("eat", "ate eaten"), ("fall", "fell fallen"), ("feed", "fed"),
+        ("feel", "felt"), ("fight", "fought"), ("find", "found"), ("fly", "flew flown"),
+        ("forget", "forgot forgotten"), ("freeze", "froze frozen"), ("get", "got gotten"),
+        ("give", "gave given"), ("go", "went gone"), ("grow", "grew grown"), ("hang", "hung"),
+        ("hide", "hid hidden"), ("hold", "held"), ("keep", "kept"), ("know", "knew known"),
+        ("lay", "laid"), ("lead", "led"), ("leave", "left"), ("lend", "lent"), ("lose", "lost"),
+        ("make", "made"), ("mean", "meant"), ("meet", "met"), ("pay", "paid"),
+        ("ride", "rode ridden"), ("ring", "rang rung"), ("rise", "rose risen"), ("run", "ran"),
+        ("say", "said"), ("see", "saw seen"), ("seek", "sought"), ("sell", "sold"),
+        ("send", "sent"), ("shake", "shook shaken"), ("shoot", "shot"), ("show", "shown"),
+        ("shrink", "shrank shrunk"), ("sing", "sang sung"), ("sit", "sat"), ("sleep", "slept"),
+        ("speak", "spoke spoken"), ("spend", "spent"), ("stand", "stood"),
+        ("steal", "stole stolen"), ("stick", "stuck"), ("strike", "struck"), ("swim", "swam swum"),
+        ("take", "took taken"), ("teach", "taught"), ("tear", "tore torn"), ("tell", "told"),
+        ("think", "thought"), ("throw", "threw thrown"), ("understand", "understood"),
+        ("wake", "woke woken"), ("wear", "wore worn"), ("win", "won"), ("write", "wrote written"),
+        ("child", "children"), ("person", "people"), ("man", "men"), ("woman", "women"),
+        ("foot", "feet"), ("tooth", "teeth"), ("mouse", "mice"), ("datum", "data"),
+        ("index", "indices"), ("matrix", "matrices"), ("vertex", "vertices"),
+        ("analysis", "analyses"), ("criterion", "criteria"), ("medium", "media"),
+    )
+    for form in forms.split()
+}  # fmt: skip
+
+
+class TriedAnalyzer(tx.Analyzer):
+    """The analyzer with words of digits left out, irregular forms to their base, or
+    `RELATED` beside the synonyms."""
+
+    def __init__(
+        self, *, numbers: bool = False, irregular: bool = False, related: bool = False, stemmer: str = ""
+    ) -> None:
+        super().__init__()
+        self.numbers, self.irregular, self.related = numbers, irregular, related
+        if stemmer:
+            import snowballstemmer
+
+            self._stemmer = snowballstemmer.stemmer(stemmer)
+
+    def term(self, word: str, *, remember: bool = True) -> str:
+        if self.numbers and word.isdigit():
+            return ""
+        return super().term(IRREGULAR.get(word, word) if self.irregular else word, remember=remember)
+
+    def terms(self, text: str, *, remember: bool = True) -> list[str]:
+        found = []
+        for word in tx.words(text):
+            term = self.term(word, remember=remember)
+            if term:
+                found.append(term)
+        return found
+
+    def synonyms(self, term: str) -> tuple[str, ...]:
+        if self._groups is None:
+            groups: dict[str, tuple[str, ...]] = {}
+            for group in tx.SYNONYMS + (RELATED if self.related else ()):
+                stems = tuple(
+                    dict.fromkeys(self.term(word, remember=False) or word for word in group.split())
+                )
+                for stem in stems:
+                    others = (*groups.get(stem, ()), *(other for other in stems if other != stem))
+                    groups[stem] = tuple(dict.fromkeys(others))
+            self._groups = groups
+        return self._groups.get(term, ())
+
+
+def lead_repeated(found: Sequence[BackendListing], times: int) -> list[BackendListing]:
+    """The listings with each description's first sentence `times` more times."""
+
+    def more(tool: types.Tool) -> types.Tool:
+        text = tool.description or ""
+        first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0]
+        return tool.model_copy(update={"description": " ".join([text, *[first] * times])})
+
+    return [attrs.evolve(listing, tools=tuple(more(tool) for tool in listing.tools)) for listing in found]
+
+
+def with_enums(found: Sequence[BackendListing]) -> list[BackendListing]:
+    """The listings with each parameter's enum values (its items' too) added to its
+    description, where the index reads parameters."""
+
+    def more(tool: types.Tool) -> types.Tool:
+        schema = dict(tool.input_schema or {})
+        properties = schema.get("properties")
+        if not isinstance(properties, Mapping):
+            return tool
+        changed = {}
+        for name, spec in properties.items():
+            if not isinstance(spec, Mapping):
+                changed[name] = spec
+                continue
+            items = spec.get("items")
+            values = [*spec.get("enum", ()), *(items.get("enum", ()) if isinstance(items, Mapping) else ())]
+            words = " ".join(str(value) for value in values)
+            text = str(spec.get("description", ""))
+            changed[name] = {**spec, "description": f"{text} {words}".strip()} if words else spec
+        return tool.model_copy(update={"input_schema": {**schema, "properties": changed}})
+
+    return [attrs.evolve(listing, tools=tuple(more(tool) for tool in listing.tools)) for listing in found]
+
+
+def catalog_for(found: Sequence[BackendListing], setting: Setting) -> Catalog:
+    listed = lead_repeated(found, setting["lead"]) if "lead" in setting else list(found)
+    if setting.get("enums"):
+        listed = with_enums(listed)
+    catalog = build_catalog(listed, exposure="search")
+    analyzer = TriedAnalyzer(**setting.get("analyzer", {}))
+    index = SearchIndex(analyzer=analyzer).updated(search_sources(listed, catalog))
+    return attrs.evolve(catalog, search=index)
+
+
+@contextlib.contextmanager
+def knobs(setting: Setting) -> Iterator[None]:
+    """The index's module constants (NAME_BONUS, NAME_POOL, SYNONYM_WEIGHT) set for a while."""
+    kept = {key: getattr(ix, key) for key in setting if key.isupper()}
+    try:
+        for key in kept:
+            setattr(ix, key, setting[key])
+        yield
+    finally:
+        for key, value in kept.items():
+            setattr(ix, key, value)
+
+
+def named_by_idf(index: SearchIndex) -> Callable[[ix.Doc, Mapping[str, float]], float]:
+    """The share of a name asked for, each of its terms counting by its idf."""
+
+    def share(doc: ix.Doc, asked: Mapping[str, float]) -> float:
+        weights = [index.idf(term) for term in doc.named]
+        total = sum(weights)
+        return (
+            sum(asked.get(t, 0.0) * w for t, w in zip(doc.named, weights, strict=True)) / total
+            if total
+            else 0.0
+        )
+
+    return share
+
+
+def short_named(index: SearchIndex, terms: int) -> run.Ranker:
+    """The name bonus smaller in proportion for a query of more than `terms` terms."""
+    bonus = ix.NAME_BONUS
+
+    def rank(query: str) -> list[str]:
+        known = [term for term in index._asked(query) if term in index.df]
+        ix.NAME_BONUS = bonus * min(1.0, terms / len(known)) if known else bonus
+        try:
+            return [hit.doc.name for hit in index.find(query, limit=10).hits]
+        finally:
+            ix.NAME_BONUS = bonus
+
+    return rank
+
+
+@contextlib.contextmanager
+def replaced(module: Any, name: str, value: Any) -> Iterator[None]:
+    """`module.name` is `value` for a while."""
+    kept = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, kept)
+
+
+def feedback(index: SearchIndex, tools: int, count: int, weight: float) -> run.Ranker:
+    """Pseudo-relevance feedback: the best `tools` tools' name and description terms
+    (by tf x idf, each tool's share by its score) added to the query at `weight`; the
+    best 20 by words re-ranked."""
+    terms: dict[ix.Doc, dict[str, int]] = {}
+
+    def doc_terms(doc: ix.Doc) -> dict[str, int]:
+        found = terms.get(doc)
+        if found is None:
+            description = (doc.definition.description or "") if doc.definition else ""
+            found = terms[doc] = {}
+            for term in index.analyzer.terms(doc.tool) + index.analyzer.terms(description):
+                found[term] = found.get(term, 0) + 1
+        return found
+
+    def rank(query: str) -> list[str]:
+        first, _ = index.ranked(query, limit=20)
+        if not first:
+            return []
+        asked = set(index._asked(query))
+        best = first[0][1]
+        pool: dict[str, float] = {}
+        for doc, score in first[:tools]:
+            for term, tf in doc_terms(doc).items():
+                if term not in asked and term in index.df:
+                    pool[term] = pool.get(term, 0.0) + score / best * tf * index.idf(term)
+        extra = sorted(pool, key=lambda term: -pool[term])[:count]
+        scored = []
+        for doc, score in first:
+            added = sum(index._concept(term)[0].get(doc, 0.0) for term in extra)
+            scored.append((score + weight * added, doc.name))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [name for _, name in scored[:10]]
+
+    return rank
+
+
+def evidenced(index: SearchIndex, factor: float) -> run.Ranker:
+    """Each of the best 20 tools that matches no query term (nor a synonym of one) in its
+    name or description, only in its parameters, server name or instructions, has its
+    score times `factor`."""
+    fields: dict[tuple[str, ix.Doc], bool] = {}
+
+    def said(doc: ix.Doc, term: str) -> bool:
+        key = (term, doc)
+        if key not in fields:
+            segment = index.segments[doc.server]
+            counts = next((c for d, c in segment.postings.get(term, ()) if d is doc), None)
+            fields[key] = counts is not None and bool(counts[0] or counts[1])
+        return fields[key]
+
+    def rank(query: str) -> list[str]:
+        first, _ = index.ranked(query, limit=20)
+        asked = [t for t in index._asked(query) if t in index.df]
+        members = [m for t in asked for m, _f in index._members(t)]
+        scored = []
+        for doc, score in first:
+            if not any(said(doc, m) for m in members):
+                score *= factor
+            scored.append((score, doc.name))
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [name for _, name in scored[:10]]
+
+    return rank
+
+
+def ranker(index: SearchIndex, setting: Setting) -> run.Ranker:
+    if isinstance(setting.get("name"), int):
+        return short_named(index, setting["name"])
+    if "feedback" in setting:
+        return feedback(index, *setting["feedback"])
+    if "evidence" in setting:
+        return evidenced(index, setting["evidence"])
+    return lambda q: [hit.doc.name for hit in index.find(q, limit=10).hits]
+
+
+def figures(rank: run.Ranker, asked: Sequence[Query]) -> str:
+    steps = run.recall(rank, [q for q in asked if q.kind == "step"])
+    tasks = run.recall(rank, [q for q in asked if q.kind == "task"])
+    return (
+        f"steps {steps['recall@5']:.3f} {steps['mrr']:.3f}  tasks {tasks['recall@5']:.3f} {tasks['mrr']:.3f}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--heldout", action="store_true", help="the held-out part's figures (run once)")
+    parser.add_argument("--only", action="append", default=[], help="only these candidates (repeatable)")
+    args = parser.parse_args(argv)
+    paths = sorted((HERE / "fixtures").glob("*.json"))
+    found = run.listings(paths)
+    _seed, heldout, tuning = labels.read_split()
+    chosen = {name: s for name, s in CANDIDATES.items() if not args.only or name in args.only}
+    print("Recall@5 and MRR of steps and of whole tasks")
+    for name, setting in chosen.items():
+        with knobs(setting), contextlib.ExitStack() as stack:
+            catalog = catalog_for(found, setting)  # fresh: the analyzer shapes the index
+            assert catalog.search is not None
+            if setting.get("name") == "idf":
+                stack.enter_context(replaced(ix, "name_share", named_by_idf(catalog.search)))
+            rank = ranker(catalog.search, setting)
+            asked = run.queries(catalog)
+            if args.heldout:
+                part = [q for q in asked if labels.part(q, heldout, tuning) == "heldout"]
+                line = f"heldout {figures(rank, part)}"
+                readme = [q for q in part if q.source_set == "readme"]
+                line += f"  | readme {figures(rank, readme)}"
+            else:
+                tuned = [q for q in asked if labels.part(q, heldout, tuning) == "tuning"]
+                units = sorted({q.unit for q in tuned})
+                random.Random(FOLD_SEED).shuffle(units)
+                first = set(units[: len(units) // 2])
+                a = [q for q in tuned if q.unit in first]
+                b = [q for q in tuned if q.unit not in first]
+                line = f"A {figures(rank, a)} | B {figures(rank, b)} | both {figures(rank, tuned)}"
+        print(f"{name:<34} {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
