@@ -83,7 +83,7 @@ def tokens_per_exposure() -> dict[str, Any]:
         ("search", "search", "text"),
     ):
         catalog = build_catalog(real, exposure=exposure, description_format=fmt)  # type: ignore[arg-type]
-        figures[label] = {"tokens": estimate_tokens(catalog.tools_json), "listed": len(catalog.listed)}
+        figures[label] = {"tokens": estimate_tokens(catalog.tools_json), "listed": len(catalog.listing)}
     return figures
 
 
@@ -132,7 +132,7 @@ def validation_cost(batches: int, per_batch: int) -> dict[str, Any]:
         fresh = build_gate(tool, CallRules(validate="strict"), (tool.name,))
         assert fresh is not None
         started = time.perf_counter()
-        screen_arguments(fresh, tool, "gh", "create_issue", TEN_ARGUMENTS, None)
+        screen_arguments(fresh, "gh_create_issue", tool, "gh", "create_issue", TEN_ARGUMENTS, None)
         first.append(time.perf_counter() - started)
     gate = build_gate(tool, CallRules(validate="strict"), (tool.name,))
     assert gate is not None
@@ -140,7 +140,7 @@ def validation_cost(batches: int, per_batch: int) -> dict[str, Any]:
     for _ in range(batches):
         started = time.perf_counter()
         for _ in range(per_batch):
-            screen_arguments(gate, tool, "gh", "create_issue", TEN_ARGUMENTS, None)
+            screen_arguments(gate, "gh_create_issue", tool, "gh", "create_issue", TEN_ARGUMENTS, None)
         per_call.append((time.perf_counter() - started) / per_batch)
     return {
         "catalog_tools": len(catalog.tools),
