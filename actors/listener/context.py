@@ -27,11 +27,13 @@ from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
 from assern.actors.search.learned import NOTHING, Learned, UseRecorder
-from assern.actors.search.semantic import Semantic
 from assern.supervisor.cell import Cell
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
+
+    # Not a config class: its annotations are never resolved at run time.
+    from assern.actors.search.semantic import Semantic  # noqa: TC004
 
 UNAVAILABLE = -32003  # server-defined JSON-RPC error: the owning backend cannot answer
 

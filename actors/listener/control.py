@@ -23,7 +23,6 @@ from assern.actors.config.spec import ResolvedConfig
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener import control_protocol as proto
-from assern.actors.listener import exposure
 from assern.actors.listener.control_context import add_context, context_reindex
 from assern.actors.listener.control_protocol import Command, ControlFailure
 from assern.actors.listener.inproc import call_tool
@@ -31,7 +30,6 @@ from assern.actors.listener.report import ClientView, InstanceInfo, instance_rep
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 from assern.actors.router.views import estimate_tokens
-from assern.actors.search.explain import explain_search
 from assern.supervisor.cell import Cell
 from assern.supervisor.io.reader import LineTooLong
 from assern.supervisor.mailbox import ActorGone, Pending, Reply, new_reply
@@ -145,6 +143,9 @@ async def _list(plane: ControlPlane, command: Command) -> dict[str, Any]:
 
 
 async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
+    from assern.actors.listener import exposure  # the index: loaded by the first search
+    from assern.actors.search.explain import explain_search
+
     arguments = {key: command.args[key] for key in ("query", "limit", "server") if key in command.args}
     catalog, directory = _view(plane, command), plane.shared.directory()
     semantic = plane.shared.semantic.value

@@ -23,9 +23,8 @@ from assern.actors.backend.messages import BackendUnavailable, Origin, ProgressS
 from assern.actors.backend.rounds import refuse_foreign_state
 from assern.actors.gate.confirm import confirm
 from assern.actors.gate.gate import screen_arguments, screen_result
-from assern.actors.gate.middleware import Call
+from assern.actors.gate.middleware import Call, error_result
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.listener import exposure
 from assern.actors.listener.client_rounds import client_rounds, passed_back
 from assern.actors.listener.context import Peer, RequestContext, end_to_end_meta, to_rpc_error
 from assern.actors.listener.protocol import Method
@@ -37,7 +36,7 @@ from assern.actors.router.lookup import (
     resolve_resource,
     unknown_prompt_message,
 )
-from assern.actors.search.meta_tools import DESCRIBE_TOOLS, META_TOOLS, SEARCH_TOOLS, error_result
+from assern.actors.search.names import DESCRIBE_TOOLS, META_TOOLS, SEARCH_TOOLS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -268,6 +267,8 @@ class Handlers:
         self, ctx: RequestContext, params: types.CallToolRequestParams, catalog: Catalog
     ) -> types.CallToolResult | types.InputRequiredResult:
         """search_tools, describe_tools and call_tool of search exposure (exposure.py)."""
+        from assern.actors.listener import exposure  # the index: loaded by the first search
+
         if params.name == SEARCH_TOOLS:
             waiting = exposure.not_ready(self.shared.directory(), catalog)
             self.shared.searched.set()

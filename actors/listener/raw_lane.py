@@ -31,7 +31,7 @@ from assern.actors.gate.gate import Gate, screen_arguments, screen_result
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, end_to_end_meta, to_rpc_error
-from assern.actors.search.meta_tools import CALL_TOOL, META_TOOLS
+from assern.actors.search.names import CALL_TOOL, META_TOOLS
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

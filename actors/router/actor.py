@@ -24,7 +24,6 @@ from assern.actors.gate.chain import Middlewares
 from assern.actors.gate.validation import SchemaCache
 from assern.actors.router.catalog import BackendListing, Catalog, search_sources
 from assern.actors.router.views import CatalogViews, View, build_view, views
-from assern.actors.search.index import FieldWeights, SearchIndex
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from assern.actors.config.spec import ServerSpec, Settings
     from assern.actors.gate.asyncio_host import AsyncioHost
     from assern.actors.router.capabilities import CapabilityCache
+    from assern.actors.search.index import SearchIndex
     from assern.supervisor.cell import Cell
 
 log = structlog.get_logger()
@@ -139,6 +139,8 @@ class RouterActor:
             middlewares=self._middlewares,
         )
         if catalog.exposure == "search":
+            from assern.actors.search.index import FieldWeights, SearchIndex  # loaded when searched
+
             # Updated from the last index: only the servers whose tools changed are analysed.
             weights = FieldWeights(*inputs.view.weights)
             index = self._indexes.get(name) or SearchIndex(weights=weights)

@@ -23,11 +23,13 @@ from assern.actors.gate.gate import Gate, build_gate
 from assern.actors.gate.rules import Refusal, combine, refusal
 from assern.actors.router import naming
 from assern.actors.router.grouped import Action, GroupRoute, build_group, server_head
-from assern.actors.search.index import SearchIndex, SegmentInput
-from assern.actors.search.meta_tools import DEFINITIONS, META_TOOLS
+from assern.actors.search.names import META_TOOLS
 
 if TYPE_CHECKING:
     from assern.actors.gate.validation import SchemaCache
+
+    # The index loads when a view searches; a catalog's annotations are never resolved.
+    from assern.actors.search.index import SearchIndex, SegmentInput  # noqa: TC004
 
 Naming = Literal["prefix", "hybrid"]
 Exposure = Literal["all", "search", "grouped"]
@@ -199,6 +201,8 @@ class Catalog:
 def search_sources(listings: Iterable[BackendListing], catalog: Catalog) -> list[SegmentInput]:
     """What the search index takes of each listing: its callable tools as the backend
     listed them (the same objects while the backend does not list again), by exposed name."""
+    from assern.actors.search.index import SegmentInput
+
     exposed = {(route.server, route.original): name for name, route in catalog.tools.items()}
     sources = []
     for listing in listings:
@@ -375,6 +379,8 @@ def build_catalog(
             ),
         )
     elif exposure == "search":
+        from assern.actors.search.meta_tools import DEFINITIONS
+
         shown = (
             *DEFINITIONS,
             *(

@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from assern.actors.search.index import Doc, Found, Hit
-
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from assern.actors.search.index import Doc, Found
 
 FORMAT = "assern-search-use"
 VERSION = 1
@@ -99,7 +99,7 @@ def reranked(found: Found, learned: Learned, limit: int, exact: Iterable[Doc] = 
         for i, hit in enumerate(found.hits)
     ]
     scored.sort(key=lambda item: (not item[0], -item[1], item[2]))
-    hits = tuple(Hit(doc=hit.doc, score=score, coverage=hit.coverage) for _, score, _, hit in scored[:limit])
+    hits = tuple(attrs.evolve(hit, score=score) for _, score, _, hit in scored[:limit])
     return attrs.evolve(found, hits=hits, reranked=True)
 
 

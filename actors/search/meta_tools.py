@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
     from assern.actors.search.index import Found
 
-SEARCH_TOOLS = "search_tools"
-DESCRIBE_TOOLS = "describe_tools"
-CALL_TOOL = "call_tool"
-META_TOOLS = (SEARCH_TOOLS, DESCRIBE_TOOLS, CALL_TOOL)
+from assern.actors.search.names import CALL_TOOL as CALL_TOOL
+from assern.actors.search.names import DESCRIBE_TOOLS as DESCRIBE_TOOLS
+from assern.actors.search.names import META_TOOLS as META_TOOLS
+from assern.actors.search.names import SEARCH_TOOLS as SEARCH_TOOLS
 
 DEFAULT_LIMIT = 8
 MAX_LIMIT = 50

@@ -31,15 +31,13 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import structlog
 
-from assern.actors.search.index import Doc, Found, Hit, SearchIndex, parameter_texts
-from assern.actors.search.text import words
-
 if TYPE_CHECKING:
     import mcp_types as types
     import numpy as np
     import numpy.typing as npt
 
     from assern.actors.config.spec import Profile, Settings
+    from assern.actors.search.index import Doc, Found, SearchIndex
 
     Matrix = npt.NDArray[np.float32]
 
@@ -106,6 +104,9 @@ class Embedder:
 def tool_text(name: str, tool: types.Tool) -> str:
     """What is embedded of a tool (`name`: its server's own name for it): the name in
     words, title, description, parameters."""
+    from assern.actors.search.index import parameter_texts  # loaded with the model, not before
+    from assern.actors.search.text import words
+
     parts = [" ".join(words(name)), tool.title or "", tool.description or ""]
     parts += parameter_texts(tool.input_schema)
     return " ".join(part for part in parts if part)[:TEXT_LIMIT]
@@ -114,6 +115,8 @@ def tool_text(name: str, tool: types.Tool) -> str:
 def tool_key(server: str, name: str, tool: types.Tool) -> str:
     """A tool's vector's key: its server, its own name and what `tool_text` reads of it
     (the same whatever name a view exposes it under)."""
+    from assern.actors.search.index import parameter_texts
+
     text = json.dumps([server, name, tool.title, tool.description, parameter_texts(tool.input_schema)])
     return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
@@ -268,6 +271,8 @@ def fused_find(
     index: SearchIndex, semantic: Semantic, query: str, *, limit: int = 8, server: str | None = None
 ) -> Found:
     """`index.find` with the semantic ranking fused in (see the module's docstring)."""
+    from assern.actors.search.index import Found, Hit
+
     lexical, unknown = index.ranked(query, limit=CANDIDATES, server=server)
     total = index.searched(server)
     similar = semantic.ranked(index, query, server)

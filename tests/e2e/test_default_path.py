@@ -26,11 +26,11 @@ pytestmark = pytest.mark.e2e
 
 #: Modules of features a default configuration does not use: the HTTP front, /metrics,
 #: the JSON Schema compiler (the time server's schemas are plain, and its calls valid),
-#: the search index's stemmer, the asyncio bridge, the semantic extra, the YAML layout,
-#: the context server (a process of its own, when configured), the `mcp` SDK's server
-#: and client, and greenlet's extension and asyncio (which structlog would load for
-#: nothing: app/loading.py; the failed import of `greenlet` it is shown instead still has
-#: a line).
+#: the search index, its meta-tools and its stemmer, the asyncio bridge, the semantic
+#: extra, the YAML layout, the context server (a process of its own, when configured),
+#: the `mcp` SDK's server and client, and greenlet's extension and asyncio (which
+#: structlog would load for nothing: app/loading.py; the failed import of `greenlet` it
+#: is shown instead still has a line).
 UNUSED = (
     "assern.context",
     "sqlite3",
@@ -42,6 +42,10 @@ UNUSED = (
     "starlette",
     "jsonschema_rs",
     "snowballstemmer",
+    "assern.actors.search.index",
+    "assern.actors.search.meta_tools",
+    "assern.actors.search.explain",
+    "assern.actors.listener.exposure",
     "trio_asyncio",
     "greenlet._greenlet",
     "asyncio",
