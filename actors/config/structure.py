@@ -12,7 +12,6 @@ module: `structure` converts them into one plain `ConfigError` listing every pro
 """
 
 import collections.abc
-import difflib
 import tomllib
 import types
 import typing
@@ -338,6 +337,8 @@ def describe_error(exc: BaseException, path: KeyPath = ()) -> list[str]:
 
 
 def _unknown_key(key: str, known: list[str]) -> str:
+    import difflib  # only here: not loaded until needed
+
     guess = difflib.get_close_matches(key, known, n=1)
     hint = f" (did you mean {guess[0]!r}?)" if guess else ""
     return f"unknown key {key!r}{hint}"

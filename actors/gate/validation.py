@@ -21,7 +21,6 @@ never loads it.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -162,6 +161,8 @@ class Check:
     def _unknown(self, path: list[str | int], name: Any) -> str:
         line = f"{json_path(path)}: unknown field {json.dumps(name)}"
         if len(path) == 1 and self.fields:
+            import difflib  # only here: not loaded until needed
+
             close = difflib.get_close_matches(str(name), self.fields, n=1, cutoff=0.5)
             if close:
                 line += f"; did you mean `{close[0]}`?"

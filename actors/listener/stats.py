@@ -11,7 +11,6 @@ call that failed).
 from __future__ import annotations
 
 import bisect
-import statistics
 from collections import deque
 
 import attrs
@@ -67,6 +66,8 @@ class CallStats:
     def median(self, server: str) -> float | None:
         """The median of the recent calls to `server` in ms, or None before the first."""
         recent = self._recent.get(server)
+        import statistics  # only here: not loaded until needed
+
         return round(statistics.median(recent), 3) if recent else None
 
     def samples(self, server: str) -> int:

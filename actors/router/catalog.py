@@ -6,7 +6,6 @@ The router is the single writer: it rebuilds a `Catalog` from the latest
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import functools
 import json
@@ -494,6 +493,8 @@ def suggest_tools(catalog: Catalog, called: str, *, limit: int = 3) -> Suggestio
         for base in sorted(bases)
         for exposed in catalog.by_base.get(base, ())
     ]
+    import difflib  # only here: not loaded until needed
+
     close = difflib.get_close_matches(called, list(catalog.tools), n=limit, cutoff=0.5)
     return Suggestions(close=tuple(close), same_base=tuple(same_base))
 

@@ -17,7 +17,6 @@ most cautious of the actions'.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -72,6 +71,8 @@ class GroupRoute:
         keys = ", ".join(self.actions)
         if key is None:
             return f"{self.name}: `action` is required; it is one of: {keys}."
+        import difflib  # only here: not loaded until needed
+
         close = difflib.get_close_matches(str(key), list(self.actions), n=1, cutoff=0.5)
         hint = f" Did you mean `{close[0]}`?" if close else ""
         return f"{self.name}: unknown action {json.dumps(key)}.{hint} Actions: {keys}."

@@ -19,7 +19,6 @@ Anything else is refused with the candidates named.
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING
 
 import attrs
@@ -106,6 +105,8 @@ def resolve_resource(catalog: Catalog, uri: str, servers: Collection[str]) -> Re
 
 def _closest(uri: str, catalog: Catalog) -> str:
     known = [*catalog.resources, *(t.uri_template for t in catalog.templates)]
+    import difflib  # only here: not loaded until needed
+
     close = difflib.get_close_matches(uri, known, n=3, cutoff=0.5)
     return (". Did you mean: " + ", ".join(close) + "?") if close else ""
 
@@ -126,6 +127,8 @@ def exposed_uri(catalog: Catalog, server: str, uri: str, *, natural: bool) -> st
 
 def unknown_prompt_message(catalog: Catalog, name: str) -> str:
     """`Unknown prompt 'x'.` with the closest exposed names, or every one when few."""
+    import difflib  # only here: not loaded until needed
+
     close = difflib.get_close_matches(name, list(catalog.prompts), n=3, cutoff=0.5)
     if close:
         return f"Unknown prompt '{name}'. Did you mean: {', '.join(close)}?"

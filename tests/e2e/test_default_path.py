@@ -28,7 +28,8 @@ pytestmark = pytest.mark.e2e
 #: the JSON Schema compiler (the time server's schemas are plain, and its calls valid),
 #: the search index, its meta-tools and its stemmer, the asyncio bridge, the semantic
 #: extra, the YAML layout, the context server (a process of its own, when configured),
-#: the `mcp` SDK's server and client, and greenlet's extension and asyncio (which
+#: the `mcp` SDK's server and client, the close-name matcher of error messages (difflib)
+#: and `statistics` (status reports), and greenlet's extension and asyncio (which
 #: structlog would load for nothing: app/loading.py; the failed import of `greenlet` it
 #: is shown instead still has a line).
 UNUSED = (
@@ -46,6 +47,8 @@ UNUSED = (
     "assern.actors.search.meta_tools",
     "assern.actors.search.explain",
     "assern.actors.listener.exposure",
+    "difflib",
+    "statistics",
     "trio_asyncio",
     "greenlet._greenlet",
     "asyncio",
