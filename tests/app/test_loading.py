@@ -55,6 +55,12 @@ def test_a_failed_import_restores_the_thresholds() -> None:
     assert gc.get_threshold() == FOUND
 
 
+def printed_by(code: str) -> list[str]:
+    """The words a fresh interpreter prints running `code`."""
+    argv = [sys.executable, "-c", code]
+    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout.split()
+
+
 def test_structlog_is_imported_without_greenlet_which_still_imports_afterwards() -> None:
     code = (
         "import sys\n"
@@ -66,9 +72,7 @@ def test_structlog_is_imported_without_greenlet_which_still_imports_afterwards()
         "import greenlet\n"
         "print(greenlet.getcurrent() is not None)\n"
     )
-    argv = [sys.executable, "-c", code]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
-    assert done.stdout.split() == ["True", "False", "True"]
+    assert printed_by(code) == ["True", "False", "True"]
 
 
 def test_structlog_leaves_asyncio_unloaded_until_a_name_of_it_is_used() -> None:
@@ -83,9 +87,7 @@ def test_structlog_leaves_asyncio_unloaded_until_a_name_of_it_is_used() -> None:
         "print(isinstance(loop, asyncio.AbstractEventLoop), sys.modules['asyncio'] is asyncio)\n"
         "print(asyncio.run(asyncio.sleep(0, 'ran')))\n"
     )
-    argv = [sys.executable, "-c", code]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
-    assert done.stdout.split() == ["False", "False", "True", "True", "ran"]
+    assert printed_by(code) == ["False", "False", "True", "True", "ran"]
 
 
 def test_an_asyncio_imported_first_is_left_alone() -> None:
@@ -96,6 +98,4 @@ def test_an_asyncio_imported_first_is_left_alone() -> None:
         "import structlog.stdlib\n"
         "print(structlog.stdlib.asyncio is asyncio, sys.modules['asyncio'] is asyncio)\n"
     )
-    argv = [sys.executable, "-c", code]
-    done = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60)
-    assert done.stdout.split() == ["True", "True"]
+    assert printed_by(code) == ["True", "True"]
