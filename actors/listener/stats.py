@@ -5,7 +5,8 @@ the call was handed to the backend's mailbox until the answer came back). The co
 socket reads the recent medians per backend for `assernctl status`; the HTTP front's
 `/metrics` reads the running totals per server and tool (a latency histogram and the
 count of each outcome: "ok", "tool_error" for a result with `isError`, "error" for a
-call that failed).
+call that failed). The totals are kept from the moment `/metrics` is served
+(`keep_totals`): an instance without it pays a call nothing for them.
 """
 
 from __future__ import annotations
@@ -45,12 +46,19 @@ class CallStats:
         self._window = window
         self._recent: dict[str, deque[float]] = {}
         self._series: dict[tuple[str, str], Series] = {}
+        self._totals = False
+
+    def keep_totals(self) -> None:
+        """Keep the running totals per tool from now on (`/metrics` reads them)."""
+        self._totals = True
 
     def record(self, server: str, duration_ms: float, tool: str = "", outcome: str = "ok") -> None:
         recent = self._recent.get(server)
         if recent is None:
             recent = self._recent[server] = deque(maxlen=self._window)
         recent.append(duration_ms)
+        if not self._totals:
+            return
         series = self._series.get((server, tool))
         if series is None:
             series = self._series[server, tool] = Series()

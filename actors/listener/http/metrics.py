@@ -86,6 +86,7 @@ class Metrics:
         stats: CallStats,
         sessions: Callable[[], Mapping[str, int]],
     ) -> None:
+        stats.keep_totals()
         self.registry = CollectorRegistry(auto_describe=False)
         self._requests = Counter(
             "assern_http_requests", "Requests to /mcp by protocol era", ["era"], registry=self.registry

@@ -7,6 +7,7 @@ from assern.actors.listener.stats import BUCKETS, CallStats
 
 def test_totals_per_tool_and_outcome() -> None:
     stats = CallStats(window=2)
+    stats.keep_totals()
     stats.record("a", 0.5, "echo")
     stats.record("a", 30.0, "echo", "tool_error")
     stats.record("a", 2000.0, "slow", "error")
@@ -25,3 +26,14 @@ def test_totals_per_tool_and_outcome() -> None:
     late = series["b", "late"].cumulative()
     assert late[-1] == (float("inf"), 1)
     assert late[-2] == (BUCKETS[-1], 0)
+
+
+def test_totals_are_kept_only_once_asked_for_and_medians_always() -> None:
+    stats = CallStats()
+    stats.record("a", 5.0, "echo")
+    assert stats.series() == {}  # nothing serves /metrics: no totals to keep
+    assert stats.median("a") == 5.0
+    stats.keep_totals()
+    stats.record("a", 7.0, "echo")
+    assert stats.series()["a", "echo"].outcomes == {"ok": 1}
+    assert stats.median("a") == 6.0
