@@ -55,6 +55,8 @@ class Clock:
     def sleep(self, seconds: float) -> None:
         self.sleeps += 1
         self.now += seconds
+        if self.sleeps > 10_000:
+            raise AssertionError("it waits for ever")
 
 
 def _running_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **state: Any) -> Clock:
