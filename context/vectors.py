@@ -34,7 +34,6 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
@@ -44,7 +43,7 @@ from assern.actors.search.text import words
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import numpy as np
     import numpy.typing as npt

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from assern.context import vectors as vectors_module
 from assern.context.fusion import Fusion, Meaning
 from assern.context.index import Indexer, plan
 from assern.context.scan import ScanRules, SecretFilter, scan
@@ -19,7 +20,6 @@ from assern.context.server import ContextServer, Ranking
 from assern.context.store import Store
 from assern.context.terms import Terms
 from assern.context.tools import Engine, IndexState
-from assern.context import vectors as vectors_module
 from assern.context.vectors import DIMENSIONS, Matrix, Vectorizer, embedded_text, vector_key
 
 np = pytest.importorskip("numpy")
@@ -233,6 +233,10 @@ async def test_the_server_embeds_in_the_background_and_answers_meanwhile(tmp_pat
         server.store.close()
 
 
+def _current(vectors: Vectorizer) -> bool:
+    return vectors.current
+
+
 def _chunk_ids(store: Store, path: str) -> set[int]:
     rows = store.run(
         lambda db: db.execute(
@@ -256,11 +260,12 @@ def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_pat
     # one file saved: its chunks alone are read and embedded (the new one), nothing else
     (root / "music.py").write_text(TREE["music.py"].lstrip("\n") + "\n\ndef pause_song(track):\n    pass\n")
     index(root, store)
-    assert not vectors.current
+    assert not _current(vectors)
     assert vectors.catch_up() == 1
     assert (vectors.rows_read, vectors.loads) == (44 + 3, 1)
     assert "pause_song" in embedder.texts[-1]
-    assert vectors.matrix.ids() == {chunk_id for path in [*TREE, *many] for chunk_id in _chunk_ids(store, path)}
+    every = {chunk_id for path in [*TREE, *many] for chunk_id in _chunk_ids(store, path)}
+    assert vectors.matrix.ids() == every
 
     # a deleted file's vectors leave the matrix; nothing is read or embedded for it
     gone = _chunk_ids(store, "refunds.py")
@@ -270,7 +275,7 @@ def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_pat
     assert vectors.rows_read == 47
     assert not gone & vectors.matrix.ids()
     assert len(vectors.matrix) == chunk_count(store) == 44
-    assert vectors.current
+    assert _current(vectors)
     assert vectors.loads == 1
     store.close()
 
@@ -295,7 +300,8 @@ def test_a_chunk_id_reused_by_sqlite_gets_the_vector_of_its_new_text(tmp_path: P
     text = store.run(lambda db: db.execute("SELECT text FROM chunks WHERE id = ?", (new_id,)).fetchone()[0])
     expected = CountingEmbedder().embed([embedded_text(path, "brand_new_thing", text)])[0]
     [(nearest, similarity)] = vectors.matrix.nearest(expected, 1)
-    assert (nearest, similarity) == (new_id, pytest.approx(1.0))
+    assert nearest == new_id
+    assert similarity == pytest.approx(1.0)
     assert len(vectors.matrix) == chunk_count(store)
     store.close()
 
@@ -336,7 +342,9 @@ def test_the_vectors_state_says_what_waits(tmp_path: Path) -> None:
     store = Store(tmp_path / "db.sqlite3")
     index(root, store)
     published: list[dict[str, Any]] = []
-    vectors = Vectorizer(store, lambda dimensions: CountingEmbedder(), publish=lambda doc: published.append(dict(doc)))
+    vectors = Vectorizer(
+        store, lambda dimensions: CountingEmbedder(), publish=lambda doc: published.append(dict(doc))
+    )
     vectors.load()
     assert vectors.state_doc() == {
         "state": "loading", "chunks": 0, "pending_chunks": 4, "pending_files": 3, "dimensions": DIMENSIONS

@@ -86,17 +86,20 @@ async def test_the_status_says_where_the_vectors_stand(
 
     async with daemon(assern_env, *at):
         with trio.fail_after(60):
-            while (found := await vectors()) is None or found["state"] != "current":
-                await trio.sleep(0.2)
-        assert found == {"state": "current", "chunks": 4, "pending_chunks": 0, "pending_files": 0, "dimensions": 64}
+            while (found := await vectors()) is None or found["state"] != "current":  # noqa: ASYNC110
+                await trio.sleep(0.2)  # another process's state: nothing to wait on
+        assert found == {
+            "state": "current", "chunks": 4, "pending_chunks": 0, "pending_files": 0, "dimensions": 64
+        }  # fmt: skip
         done = await ctl(assern_env, "context", "status", *at)
         assert "  vectors   4 chunks with a vector, none waiting (ranked by words and meaning)\n" in out(done)
         done = await ctl(assern_env, "status", *at)
-        assert "code: index 4 files, 4 chunks, 0 pending, watcher watching, vectors current; current" in out(done)
+        line = "code: index 4 files, 4 chunks, 0 pending, watcher watching, vectors current; current"
+        assert line in out(done)
 
         # a file saved: its chunk alone waits, then has its vector
         (assern_env.work / "extra.py").write_text("def bake_bread(oven):\n    return oven.heat(220)\n")
         with trio.fail_after(60):
-            while (found := await vectors())["chunks"] != 5 or found["state"] != "current":
+            while (found := await vectors())["chunks"] != 5 or found["state"] != "current":  # noqa: ASYNC110
                 await trio.sleep(0.2)
         assert found["pending_chunks"] == 0

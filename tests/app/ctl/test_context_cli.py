@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +83,11 @@ def _running_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **state: An
     monkeypatch.setattr(ctl, "find_instance", lambda args: (None, FakeInstance()))
     monkeypatch.setattr(ctl, "request", lambda *args, **fields: {"servers": [asked]})
     clock = Clock()
-    monkeypatch.setattr(ctl.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(ctl.time, "sleep", clock.sleep)
+    fake = types.SimpleNamespace(
+        monotonic=clock.monotonic, sleep=clock.sleep, time=time.time, strftime=time.strftime,
+        gmtime=time.gmtime,
+    )  # fmt: skip
+    monkeypatch.setattr(ctl, "time", fake)
     return clock
 
 
@@ -140,7 +145,9 @@ def _entry(vectors: Any, *, state: str = "ready") -> dict[str, Any]:
 
 
 def test_the_status_says_how_many_chunks_wait_for_their_vectors() -> None:
-    embedding = {"state": "embedding", "chunks": 60, "pending_chunks": 30, "pending_files": 12, "dimensions": 64}
+    embedding = {
+        "state": "embedding", "chunks": 60, "pending_chunks": 30, "pending_files": 12, "dimensions": 64
+    }  # fmt: skip
     lines = ctl.entry_lines(_entry(embedding), now=1000.0)
     assert (
         "  vectors   60 chunks with a vector, 30 chunks of 12 files waiting "
@@ -152,14 +159,12 @@ def test_the_status_says_how_many_chunks_wait_for_their_vectors() -> None:
     )
 
     current = {**embedding, "state": "current", "chunks": 90, "pending_chunks": 0, "pending_files": 0}
-    assert "  vectors   90 chunks with a vector, none waiting (ranked by words and meaning)" in ctl.entry_lines(
-        _entry(current), now=1000.0
-    )
+    lines = ctl.entry_lines(_entry(current), now=1000.0)
+    assert "  vectors   90 chunks with a vector, none waiting (ranked by words and meaning)" in lines
     assert context_line(_entry(current), running=True).endswith("watcher watching, vectors current; current")
     loading = {**embedding, "state": "loading", "chunks": 0}
-    assert "  vectors   loading the stored vectors: ranked by words alone until they are in" in ctl.entry_lines(
-        _entry(loading), now=1000.0
-    )
+    lines = ctl.entry_lines(_entry(loading), now=1000.0)
+    assert "  vectors   loading the stored vectors: ranked by words alone until they are in" in lines
     stopped = ctl.entry_lines(_entry(current, state="not running"), now=1000.0)
     assert "  vectors   90 chunks with a vector when the server last ran" in stopped
 
