@@ -23,7 +23,7 @@ import sqlite3
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -50,6 +50,9 @@ from assern.context.store import Store, database_path
 from assern.context.terms import Terms
 from assern.context.tools import READ_ONLY, TOOLS, Answer, Engine, IndexState, ToolError
 from assern.context.vectors import Vectorizer, semantic_installed
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 INSTRUCTIONS = (
     "This project's own code and docs, indexed and ranked: semantic_search finds the "
@@ -229,7 +232,7 @@ class ContextServer:
         if ranking is not None:
             signals = ranking.signals
             if ranking.meaning:
-                self.vectors = Vectorizer(self.store)
+                self.vectors = Vectorizer(self.store, publish=self._publish_vectors)
                 meaning = Meaning(self.vectors, ranking.fusion)
         self.engine = Engine(
             root, self.store, Terms(), self.secret, self.state, signals=signals, meaning=meaning
@@ -260,6 +263,8 @@ class ContextServer:
             "watcher": self.watcher,
             "reindex_asked": self.reindex_asked,
             "reindex_done": self.reindex_done,
+            # None: ranked by words alone (no semantic extra, or another ranking chosen)
+            "vectors": self.vectors.state_doc() if self.vectors is not None else None,
         }
 
     def publish(self, **values: Any) -> None:
@@ -269,6 +274,9 @@ class ContextServer:
             self.store.run_write(functools.partial(write_state, values=values))
         except sqlite3.Error as exc:
             log.warning("context state not written", error=f"{type(exc).__name__}: {exc}")
+
+    def _publish_vectors(self, doc: Mapping[str, Any]) -> None:
+        self.publish(vectors=dict(doc))
 
     async def announce(self, **values: Any) -> None:
         await trio.to_thread.run_sync(functools.partial(self.publish, **values))

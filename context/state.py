@@ -5,7 +5,9 @@ pid, the phase of its index ("starting" while it walks the root, "indexing" whil
 walk's files are being indexed, "current" after), the progress of the running index
 (files done of how many, since when), how many files are pending, the watcher's state,
 when the index last changed, how long the last complete index took, and a count of the
-reindexes asked and done. Each value is JSON, under one of `KEYS`.
+reindexes asked and done, and with the semantic extra the vectors' state (`vectors`:
+vectors.py's `Vectorizer.state_doc`, or null when the ranking uses no vectors). Each
+value is JSON, under one of `KEYS`.
 
 The instance and `assernctl` read it back, read-only, with the counts of the index
 itself (assern.actors.listener.context_index, which keeps to this table's layout:
@@ -38,6 +40,7 @@ KEYS = frozenset(
         "last_index",
         "reindex_asked",
         "reindex_done",
+        "vectors",
     }
 )
 

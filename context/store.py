@@ -185,6 +185,11 @@ class Store:
         self._counted = 0
         #: how many batches changed the chunks (vectors.py looks for new ones when it grows)
         self.writes = 0
+        #: the chunks written and deleted since the last `take_chunk_changes` (committed
+        #: batches only), kept once `track_chunks` was called (vectors.py): (chunk id,
+        #: file id) of each chunk written, and the ids of those deleted
+        self._added: list[tuple[int, int]] | None = None
+        self._removed: list[int] | None = None
         self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -281,6 +286,8 @@ class Store:
             self.rebuilt = reason
             self.generation += 1
             self._counts = None
+            if self._added is not None:  # a new, empty database: nothing changed in it yet
+                self._added, self._removed = [], []
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = self._open()
 
@@ -297,6 +304,26 @@ class Store:
                 self._db.execute("ROLLBACK")
                 raise
 
+    def track_chunks(self) -> None:
+        """Keep the chunks written and deleted from now on, for `take_chunk_changes`."""
+        with self._lock:
+            if self._added is None:
+                self._added, self._removed = [], []
+
+    def take_chunk_changes(self) -> tuple[list[tuple[int, int]], list[int]]:
+        """The chunks written ((chunk id, file id) each) and deleted (ids) by the batches
+        committed since the last call (or since `track_chunks`), in the order they were.
+
+        A chunk id may be in both (SQLite reuses the highest ids of deleted rows): what
+        the database holds now is what counts.
+        """
+        with self._lock:
+            if self._added is None or self._removed is None:
+                raise RuntimeError("track_chunks was not called")
+            taken = self._added, self._removed
+            self._added, self._removed = [], []
+        return taken
+
     # -- the indexer's side -------------------------------------------------------------
 
     def known(self) -> dict[str, Known]:
@@ -312,21 +339,27 @@ class Store:
         with self._lock:
             self._guard()
             db = self._db
+            added: list[tuple[int, int]] = []
+            removed: list[int] = []
             db.execute("BEGIN IMMEDIATE")
             try:
                 for path in deleted:
-                    self._delete(path)
+                    self._delete(path, removed)
                 self._counts = None
                 for update in updates:
-                    self._write_file(update)
+                    self._write_file(update, added, removed)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
+            if self._added is not None and self._removed is not None:
+                self._added += added
+                self._removed += removed
             if deleted or any(update.chunks is not None for update in updates):
                 self.writes += 1
 
-    def _delete(self, path: str) -> None:
+    def _delete(self, path: str, removed: list[int]) -> None:
+        """Delete the file at `path` and its chunks; the chunks' ids go to `removed`."""
         db = self._db
         row = db.execute("SELECT id, terms FROM files WHERE path = ?", (path,)).fetchone()
         if row is None:
@@ -340,6 +373,7 @@ class Store:
                 "INSERT INTO lexical (lexical, rowid, symbol, path, body) VALUES ('delete', ?, ?, ?, ?)",
                 (chunk_id, symbol, path_terms, body),
             )
+            removed.append(chunk_id)
             gone[0] += 1
             gone[1] += len(symbol)
             gone[2] += len(path_terms)
@@ -351,7 +385,9 @@ class Store:
         db.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
         db.execute("DELETE FROM files WHERE id = ?", (file_id,))
 
-    def _write_file(self, update: FileUpdate) -> None:
+    def _write_file(self, update: FileUpdate, added: list[tuple[int, int]], removed: list[int]) -> None:
+        """Write one file; (chunk id, file id) of each chunk written go to `added`, the ids
+        of those its old version had to `removed`."""
         db = self._db
         if update.chunks is None:
             db.execute(
@@ -359,7 +395,7 @@ class Store:
                 (update.size, update.mtime_ns, update.path),
             )
             return
-        self._delete(update.path)
+        self._delete(update.path, removed)
         # every chunk of a file has its path's terms
         path_terms = update.terms[0][1] if update.terms else ""
         cursor = db.execute(
@@ -383,10 +419,13 @@ class Store:
                     pack_terms(symbol, body),
                 ),
             )
+            chunk_id = cursor.lastrowid
             db.execute(
                 "INSERT INTO lexical (rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
-                (cursor.lastrowid, symbol, path, body),
+                (chunk_id, symbol, path, body),
             )
+            if chunk_id is not None and file_id is not None:
+                added.append((chunk_id, file_id))
         lengths = [sum(len(field) for field in fields) for fields in zip(*update.terms, strict=True)]
         if lengths:
             db.execute(
@@ -472,6 +511,21 @@ class Store:
         ]
         hits.sort(key=lambda hit: (-hit.score, hit.chunk_id))
         return hits[:limit]
+
+    def read_apart(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` done in one read transaction on a read-only connection of its own (one
+        snapshot of the database), without the store's lock: neither the indexer nor the
+        tools wait for it (vectors.py loads every vector this way)."""
+        with self._lock:
+            self._guard()
+        db = sqlite3.connect(
+            f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+        )
+        try:
+            db.execute("BEGIN")
+            return work(db)
+        finally:
+            db.close()
 
     def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` done on the database under the store's lock (for vectors.py's tables)."""

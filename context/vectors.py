@@ -1,8 +1,8 @@
 """The meaning of each chunk: vectors computed in the background, cached by content hash.
 
 With the `assern[semantic]` extra installed, the context server ranks by meaning as well
-as by words (fusion.py). The model is the extra's (WordLlama's `l2_supercat`, 256
-dimensions, loaded from its wheel with downloads disabled: actors/search/semantic.py).
+as by words (fusion.py). The model is the extra's (WordLlama's `l2_supercat`, loaded
+from its wheel with downloads disabled, its token vectors cut to the `DIMENSIONS` kept).
 
 What is embedded of a chunk is `embedded_text`: its path and symbol in words, then its
 text, cut at `TEXT_LIMIT` characters. Its key is a hash of the model's name and that
@@ -12,20 +12,25 @@ a restart. Two tables of the root's database (store.py) hold them: `vectors` (ke
 float32 vector) and `chunk_vectors` (chunk id → key; a trigger drops a chunk's row with
 the chunk).
 
-`Vectorizer` does the work, blocking (the server runs it in a worker thread, after the
-first lexical index is complete, so it never delays that index nor any answer): it
-takes the chunks without a vector in batches of `EMBED_BATCH`, reuses every vector its
-key already has, embeds the rest, and writes each batch in one transaction. The vectors
-of the indexed chunks are also held in memory (`Matrix`), where a question's nearest
-chunks are found by one matrix product. Until a chunk has its vector it is found by its
-words only; `pending_files` says how many files still wait.
+`Vectorizer` does the work, blocking (the server runs it in a worker thread). At the
+start it reads every vector the database holds in one pass, on a connection of its own
+(`Store.read_apart`), into one float32 array and one int64 array of chunk ids
+(`Matrix`: no Python object per chunk), with the chunks that have none; the index's
+answers never wait for it. After the first lexical index is complete, it embeds the
+chunks without a vector in batches of `EMBED_BATCH` (reusing every vector its key
+already has, each batch written in one transaction), and from then on only what the
+index changed: the store keeps the ids of the chunks each batch of files wrote and
+deleted (`Store.take_chunk_changes`), so a saved file costs work in proportion to that
+file. A question's nearest chunks are found by one matrix product. Until a chunk has
+its vector it is found by its words only; `pending_files` says how many files still
+wait, and `state` what people see of it (`assernctl context status`).
 """
 
 from __future__ import annotations
 
+import array
 import functools
 import hashlib
-import math
 import os
 import threading
 import time
@@ -38,7 +43,7 @@ from assern.actors.search.text import words
 
 if TYPE_CHECKING:
     import sqlite3
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     import numpy as np
     import numpy.typing as npt
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
     from assern.context.store import Hit, Store
 
     Floats = npt.NDArray[np.float32]
+    Ints = npt.NDArray[np.int64]
 
 log = structlog.get_logger("assern.context")
 
@@ -58,7 +64,7 @@ MODEL = "wordllama-l2_supercat"
 DIMENSIONS = 64
 DIMENSIONS_ENV = "ASSERN_CONTEXT_EMBED_DIMS"
 #: Texts per call of the model: its padded batch of token vectors is the largest
-#: temporary of the process (texts x tokens x 256 floats).
+#: temporary of the process (texts x tokens x dimensions floats).
 MODEL_BATCH = 16
 #: Chunks embedded per batch (and per transaction).
 EMBED_BATCH = 128
@@ -67,6 +73,14 @@ TEXT_LIMIT = 2000
 TEXT_LIMIT_ENV = "ASSERN_CONTEXT_EMBED_CHARS"
 #: Seconds between looks at whether the index changed (`Store.writes`).
 POLL_S = 0.25
+#: Seconds between two publications of the vectors' progress while they are computed.
+PUBLISH_S = 2.0
+
+#: What `Vectorizer.state` says (`state` of the published `vectors`): `loading` (the
+#: vectors the database holds are being read), `waiting` (for the first lexical index
+#: to be complete), `embedding` (chunks without a vector are being embedded: those are
+#: ranked by their words alone meanwhile), `current` (every chunk has its vector).
+STATES = ("loading", "waiting", "embedding", "current")
 
 
 class Embedder(Protocol):
@@ -82,12 +96,44 @@ def semantic_installed() -> bool:
     return installed()
 
 
-def load_embedder() -> Embedder:
-    """The extra's model, from its wheel (never downloaded)."""
-    from assern.actors.search.semantic import Embedder as WordLlamaEmbedder
+class WordLlamaEmbedder:
+    """The extra's model, from the files its wheel installed (never downloaded), its token
+    vectors cut to `dimensions` as it loads: a text's vector is the mean of its tokens'
+    vectors, so this gives the same vectors as cutting the full ones after pooling (to
+    float precision), with a quarter of the table and of each batch's temporaries.
 
+    Raises:
+        ImportError: the extra is not installed.
+        FileNotFoundError: the wheel lacks its model files.
+    """
+
+    def __init__(self, dimensions: int = DIMENSIONS) -> None:
+        from pathlib import Path
+
+        import wordllama
+        from wordllama import WordLlama
+
+        folder = Path(wordllama.__file__).parent
+        self._model = WordLlama.load(
+            cache_dir=folder, disable_download=True, trunc_dim=dimensions if dimensions < 256 else None
+        )
+        # The tokenizer has no pre-tokenizer, so its BPE cache keeps each whole text it
+        # saw (about 1.2 KB a chunk): 150,000 chunks took the process 180 MB further.
+        # A chunk is embedded once (its vector is cached by key), so the cache only costs.
+        resize_cache = getattr(getattr(self._model.tokenizer, "model", None), "_resize_cache", None)
+        if resize_cache is not None:
+            resize_cache(0)
+
+    def embed(self, texts: Sequence[str]) -> Floats:
+        import numpy as np
+
+        return np.asarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
+
+
+def load_embedder(dimensions: int = DIMENSIONS) -> Embedder:
+    """The extra's model, from its wheel (never downloaded), for `dimensions`."""
     keep_heap_small()
-    return WordLlamaEmbedder()
+    return WordLlamaEmbedder(dimensions)
 
 
 #: glibc's mallopt parameter for the size from which blocks are mapped on their own.
@@ -142,14 +188,62 @@ def shortened(matrix: Floats, dimensions: int) -> Floats:
     return cut
 
 
-# -- the database's side (each run under the store's lock: Store.run) --------------------
+def files_left(file_ids: Ints) -> Ints:
+    """For each position i of `file_ids`, how many distinct files `file_ids[i:]` holds
+    (one more entry at the end: 0)."""
+    import numpy as np
+
+    count = len(file_ids)
+    last = np.zeros(count + 1, dtype=np.int64)
+    if count:
+        # the last occurrence of each file counts for every position up to it
+        _, first_from_end = np.unique(file_ids[::-1], return_index=True)
+        last[count - 1 - first_from_end] = 1
+    return np.cumsum(last[::-1])[::-1]
 
 
-def _pending(db: sqlite3.Connection) -> list[tuple[int, int]]:
-    """(chunk id, file id) of every chunk without a vector."""
-    return db.execute(
-        "SELECT id, file_id FROM chunks WHERE id NOT IN (SELECT chunk_id FROM chunk_vectors) ORDER BY id"
-    ).fetchall()
+# -- the database's side ----------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy() -> Any:
+    import numpy
+
+    return numpy
+
+
+def _load(db: sqlite3.Connection, dimensions: int) -> tuple[Ints, Floats, Ints, Ints]:
+    """Every chunk's vector, in one pass over the chunks (one snapshot, `Store.read_apart`):
+    (chunk ids, their vectors), the arrays sized for every chunk so that the vectors still
+    to come fit in them; and (chunk id, file id) of the chunks without a vector of this
+    size, in id order."""
+    np = _numpy()
+    total = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
+    size = dimensions * 4
+    ids = np.full(total, -1, dtype=np.int64)
+    vectors = np.empty((total, dimensions), dtype=np.float32)
+    flat = memoryview(vectors.reshape(-1).view(np.uint8))
+    held = 0
+    waiting, waiting_files = array.array("q"), array.array("q")
+    rows = db.execute(
+        "SELECT chunks.id, chunks.file_id, vectors.vector FROM chunks "
+        "LEFT JOIN chunk_vectors ON chunk_vectors.chunk_id = chunks.id "
+        "LEFT JOIN vectors ON vectors.key = chunk_vectors.key ORDER BY chunks.id"
+    )
+    for chunk_id, file_id, vector in rows:
+        if vector is not None and len(vector) == size and held < total:
+            ids[held] = chunk_id
+            flat[held * size : (held + 1) * size] = vector
+            held += 1
+        else:
+            waiting.append(chunk_id)
+            waiting_files.append(file_id)
+    return (
+        ids,
+        vectors,
+        np.frombuffer(waiting, dtype=np.int64).copy(),
+        np.frombuffer(waiting_files, dtype=np.int64).copy(),
+    )
 
 
 def _rows(db: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, str | None, str]]:
@@ -201,14 +295,10 @@ def _save(
     return written
 
 
-def _mapping(db: sqlite3.Connection) -> dict[int, bytes]:
-    return dict(db.execute("SELECT chunk_id, key FROM chunk_vectors").fetchall())
-
-
 def _prune(db: sqlite3.Connection) -> int:
     """Drop the vectors no chunk uses once they outnumber those in use (the cache keeps
     what a checkout back may want, within twice the index)."""
-    used = db.execute("SELECT count(DISTINCT key) FROM chunk_vectors").fetchone()[0]
+    used = db.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
     stored = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
     if stored <= 2 * used + 1000:
         return 0
@@ -219,76 +309,103 @@ def _prune(db: sqlite3.Connection) -> int:
 
 
 class Matrix:
-    """The vectors of the indexed chunks, one row each, searched by a matrix product.
-
-    Rows are reused: a dropped chunk frees its row for the next. Thread-safe (one lock).
-    """
+    """The vectors of the indexed chunks, one float32 row each, and each row's chunk id
+    (an int64 array; -1 for a free row): no Python object per chunk. A question's nearest
+    chunks are one matrix product. Rows are reused: a dropped chunk frees its row for the
+    next. Thread-safe (one lock, held for a product or a change, never for a read of the
+    database)."""
 
     def __init__(self, dimensions: int = DIMENSIONS) -> None:
-        import numpy as np
-
-        self._np = np
+        np = _numpy()
         self._lock = threading.Lock()
-        self._dimensions = dimensions
-        self._vectors: Any = np.zeros((0, dimensions), dtype=np.float32)
-        self._ids: Any = np.zeros(0, dtype=np.int64)  # -1 for a free row
+        self.dimensions = dimensions
+        self._vectors: Floats = np.zeros((0, dimensions), dtype=np.float32)
+        self._ids: Ints = np.zeros(0, dtype=np.int64)
+        #: rows in use or freed (those after it were never used)
         self._used = 0
-        self._row: dict[int, int] = {}
-        self._key: dict[int, bytes] = {}
-        self._free: list[int] = []
+        #: rows holding a chunk's vector
+        self._count = 0
 
     def __len__(self) -> int:
-        return len(self._row)
+        return self._count
 
-    def keys(self) -> dict[int, bytes]:
+    def ids(self) -> set[int]:
+        """The chunk ids held (for tests and checks: a Python object each)."""
         with self._lock:
-            return dict(self._key)
+            return {int(chunk_id) for chunk_id in self._ids[: self._used] if chunk_id >= 0}
 
-    def put(self, items: Sequence[tuple[int, bytes, bytes]]) -> None:
-        """Set each (chunk id, key, float32 vector as bytes)."""
-        np = self._np
+    def load(self, ids: Ints, vectors: Floats, count: int) -> None:
+        """Hold these arrays instead (their first `count` rows are chunks' vectors; the
+        rows after them are room for more)."""
         with self._lock:
-            for chunk_id, key, vector in items:
-                row = self._row.get(chunk_id)
-                if row is None:
-                    row = self._free.pop() if self._free else self._append()
-                    self._row[chunk_id] = row
-                    self._ids[row] = chunk_id
-                self._vectors[row] = np.frombuffer(vector, dtype=np.float32)
-                self._key[chunk_id] = key
+            self._ids, self._vectors = ids, vectors
+            self._ids[count:] = -1
+            self._used = self._count = count
 
-    def _append(self) -> int:
-        np = self._np
-        if self._used == len(self._ids):
-            capacity = max(1024, math.ceil(self._used * 1.5))
-            vectors = np.zeros((capacity, self._dimensions), dtype=np.float32)
-            vectors[: self._used] = self._vectors[: self._used]
-            ids = np.full(capacity, -1, dtype=np.int64)
-            ids[: self._used] = self._ids[: self._used]
-            self._vectors, self._ids = vectors, ids
-        self._used += 1
-        return self._used - 1
-
-    def drop(self, ids: Sequence[int]) -> None:
+    def clear(self) -> None:
+        np = _numpy()
         with self._lock:
-            for chunk_id in ids:
-                row = self._row.pop(chunk_id, None)
-                if row is not None:
-                    del self._key[chunk_id]
-                    self._ids[row] = -1
-                    self._vectors[row] = 0.0
-                    self._free.append(row)
+            self._vectors = np.zeros((0, self.dimensions), dtype=np.float32)
+            self._ids = np.zeros(0, dtype=np.int64)
+            self._used = self._count = 0
+
+    def reserve(self, rows: int) -> None:
+        """Make room for `rows` more chunks at once (one copy, not one per growth)."""
+        with self._lock:
+            self._grow(self._count + rows - (self._used - self._count))
+
+    def _grow(self, needed: int) -> None:
+        np = _numpy()
+        if needed <= len(self._ids):
+            return
+        vectors = np.zeros((needed, self.dimensions), dtype=np.float32)
+        vectors[: self._used] = self._vectors[: self._used]
+        ids = np.full(needed, -1, dtype=np.int64)
+        ids[: self._used] = self._ids[: self._used]
+        self._vectors, self._ids = vectors, ids
+
+    def put(self, ids: Sequence[int], vectors: Floats) -> None:
+        """Hold `vectors` (one row each) for chunks `ids`, none of which is held (a chunk
+        whose vector changes is dropped first: `drop`)."""
+        np = _numpy()
+        if not len(ids):
+            return
+        with self._lock:
+            free = np.flatnonzero(self._ids[: self._used] < 0) if self._used > self._count else None
+            reused = free[: len(ids)] if free is not None else np.zeros(0, dtype=np.int64)
+            fresh = len(ids) - len(reused)
+            if self._used + fresh > len(self._ids):
+                self._grow(max(1024, self._used + fresh, (self._used * 3) // 2))
+            rows = np.concatenate([reused, np.arange(self._used, self._used + fresh, dtype=np.int64)])
+            self._ids[rows] = np.asarray(ids, dtype=np.int64)
+            self._vectors[rows] = vectors
+            self._used += fresh
+            self._count += len(ids)
+
+    def drop(self, ids: Sequence[int]) -> int:
+        """Forget the vectors of `ids` (those held); how many were."""
+        np = _numpy()
+        if not len(ids) or not self._count:
+            return 0
+        with self._lock:
+            rows = np.flatnonzero(np.isin(self._ids[: self._used], np.asarray(ids, dtype=np.int64)))
+            self._ids[rows] = -1
+            self._vectors[rows] = 0.0
+            self._count -= len(rows)
+            return len(rows)
 
     def nearest(self, vector: Floats, limit: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the `limit` rows nearest `vector`, nearest first."""
-        np = self._np
+        np = _numpy()
         with self._lock:
-            if not self._row:
+            if not self._count or limit < 1:
                 return []
             similarity = self._vectors[: self._used] @ vector
-            similarity[self._ids[: self._used] < 0] = -np.inf
-            count = min(limit, len(self._row))
-            best = np.argpartition(-similarity, count - 1)[:count]
+            if self._used > self._count:
+                similarity[self._ids[: self._used] < 0] = -np.inf
+            count = min(limit, self._count)
+            edge = len(similarity) - count
+            best = np.argpartition(similarity, edge)[edge:]
             best = best[np.argsort(-similarity[best], kind="stable")]
             return [(int(self._ids[row]), float(similarity[row])) for row in best]
 
@@ -298,17 +415,22 @@ class Vectorizer:
 
     Args:
         store: The root's database.
-        embedder: Makes the model (called once, at the first need).
+        embedder: Makes the model for a number of dimensions (called once, at the first
+            need).
+        publish: Called with the vectors' state (`state_doc`) as it changes, from the
+            thread doing the work (the server writes it to the state table).
     """
 
     def __init__(
         self,
         store: Store,
-        embedder: Callable[[], Embedder] = load_embedder,
+        embedder: Callable[[int], Embedder] = load_embedder,
         *,
         text_limit: int | None = None,
         dimensions: int | None = None,
+        publish: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
+        np = _numpy()
         self.store = store
         #: characters of each chunk embedded, and dimensions kept of each vector
         #: (ASSERN_CONTEXT_EMBED_CHARS and ASSERN_CONTEXT_EMBED_DIMS, for measuring)
@@ -318,66 +440,170 @@ class Vectorizer:
         self._make = embedder
         self._embedder: Embedder | None = None
         self._make_lock = threading.Lock()
-        #: texts given to the model so far (tests count them)
+        self._publish = publish
+        #: one catch-up at a time
+        self._work_lock = threading.Lock()
+        #: texts given to the model so far, chunk rows read to embed them, and full
+        #: loads of the vectors (tests count them)
         self.embedded = 0
-        #: files whose chunks wait for their vectors, as of the last look
-        self._pending_files = 0
+        self.rows_read = 0
+        self.loads = 0
+        #: the store's generation the vectors in memory are of (None: not read yet)
+        self._generation: int | None = None
+        #: the chunks without a vector, in id order, from `_next` on: their ids, their
+        #: files' ids, and how many distinct files each position leaves (`files_left`)
+        self._waiting: Ints = np.zeros(0, dtype=np.int64)
+        self._waiting_files: Ints = np.zeros(0, dtype=np.int64)
+        self._files_left: Ints = np.zeros(1, dtype=np.int64)
+        self._next = 0
         #: the `Store.writes` the vectors are known current with (None: never looked)
         self._current_with: int | None = None
-        self._loaded = False
+        self.state = "loading"
+        self._published_at = 0.0
 
     @property
     def embedder(self) -> Embedder:
         with self._make_lock:
             if self._embedder is None:
-                self._embedder = self._make()
+                self._embedder = self._make(self.dimensions)
             return self._embedder
+
+    @property
+    def waiting_chunks(self) -> int:
+        return len(self._waiting) - self._next
 
     @property
     def pending_files(self) -> int:
         """Files whose chunks wait for vectors: at least 1 until the vectors are known
         current with the index's last change."""
+        left = int(self._files_left[min(self._next, len(self._files_left) - 1)])
         if self._current_with != self.store.writes:
-            return max(self._pending_files, 1)
-        return self._pending_files
+            return max(left, 1)
+        return left
 
     @property
     def current(self) -> bool:
-        return self._current_with == self.store.writes and self._pending_files == 0
+        return self._current_with == self.store.writes and self.waiting_chunks == 0
+
+    def state_doc(self) -> dict[str, Any]:
+        """What people see of the vectors (the `vectors` value of the state table)."""
+        return {
+            "state": self.state,
+            "chunks": len(self.matrix),
+            "pending_chunks": self.waiting_chunks,
+            "pending_files": int(self._files_left[min(self._next, len(self._files_left) - 1)]),
+            "dimensions": self.dimensions,
+        }
+
+    def _tell(self, state: str | None = None, *, force: bool = True) -> None:
+        if state is not None:
+            force = force or state != self.state
+            self.state = state
+        now = time.monotonic()
+        if self._publish is None or not (force or now - self._published_at >= PUBLISH_S):
+            return
+        self._published_at = now
+        self._publish(self.state_doc())
+
+    # -- the work (blocking) -----------------------------------------------------------
+
+    def load(self) -> None:
+        """Read every vector the database holds into memory (one pass, on a connection of
+        its own), and which chunks have none. From here on the store keeps the chunks
+        each batch changes (`Store.track_chunks`), so later looks read only those."""
+        with self._work_lock:
+            self._load()
+
+    def _load(self) -> None:
+        np = _numpy()
+        started = time.monotonic()
+        self.state = "loading"
+        self.store.track_chunks()
+        self.store.take_chunk_changes()  # what the snapshot below already holds
+        generation = self.store.generation
+        ids, vectors, waiting, waiting_files = self.store.read_apart(
+            functools.partial(_load, dimensions=self.dimensions)
+        )
+        held = int(np.count_nonzero(ids >= 0))
+        self.matrix.load(ids, vectors, held)
+        self._set_waiting(waiting, waiting_files)
+        self._generation = generation
+        self.loads += 1
+        log.info(
+            "context vectors loaded",
+            chunks=held,
+            pending=len(waiting),
+            seconds=round(time.monotonic() - started, 3),
+        )
+
+    def _set_waiting(self, ids: Ints, file_ids: Ints) -> None:
+        self._waiting, self._waiting_files, self._next = ids, file_ids, 0
+        self._files_left = files_left(file_ids)
+
+    def _take(self) -> None:
+        """Bring the vectors in memory and the list of chunks without one in step with
+        what the index's batches changed since the last look (only those chunks)."""
+        np = _numpy()
+        added, removed = self.store.take_chunk_changes()
+        if not added and not removed:
+            return
+        ids = self._waiting[self._next :]
+        file_ids = self._waiting_files[self._next :]
+        if removed:
+            gone = np.asarray(removed, dtype=np.int64)
+            self.matrix.drop(removed)
+            keep = ~np.isin(ids, gone)
+            ids, file_ids = ids[keep], file_ids[keep]
+        if added:
+            new = np.asarray(added, dtype=np.int64).reshape(-1, 2)
+            ids = np.concatenate([ids, new[:, 0]])
+            file_ids = np.concatenate([file_ids, new[:, 1]])
+            # in id order, each chunk once (an id can come back: SQLite reuses them)
+            ids, first = np.unique(ids, return_index=True)
+            file_ids = file_ids[first]
+        self._set_waiting(ids, file_ids)
 
     def catch_up(self, *, cancelled: Callable[[], bool] = lambda: False) -> int:
         """Give every chunk without a vector its vector (blocking); how many texts were
-        embedded. Then the vectors in memory are brought in step with the database."""
-        seen = self.store.writes
-        if not self._loaded:
-            self.sync()
-            self._loaded = True
-        pending = self.store.run(_pending)
-        self._pending_files = len({file_id for _, file_id in pending})
-        embedded = 0
-        started = time.monotonic()
-        for start in range(0, len(pending), EMBED_BATCH):
-            if cancelled():
-                return embedded
-            batch = pending[start : start + EMBED_BATCH]
-            embedded += self._batch([chunk_id for chunk_id, _ in batch])
-            self._pending_files = len({file_id for _, file_id in pending[start + EMBED_BATCH :]})
-        self.sync()
-        if len(pending) > 0:
-            log.info(
-                "context vectors complete",
-                chunks=len(pending),
-                embedded=embedded,
-                seconds=round(time.monotonic() - started, 3),
-            )
-        self.store.run(_prune)
-        self._current_with = seen
-        return embedded
+        embedded. The vectors in memory follow: read whole the first time (and after the
+        database was rebuilt), else only the chunks the index changed since."""
+        with self._work_lock:
+            seen = self.store.writes
+            if self._generation != self.store.generation:
+                self.matrix.clear()
+                self._load()
+            else:
+                self._take()
+            total = self.waiting_chunks
+            embedded = 0
+            started = time.monotonic()
+            if total:
+                self.matrix.reserve(total)
+                self._tell("embedding")
+            while self._next < len(self._waiting):
+                if cancelled():
+                    return embedded
+                batch = self._waiting[self._next : self._next + EMBED_BATCH]
+                embedded += self._batch([int(chunk_id) for chunk_id in batch])
+                self._next += len(batch)
+                self._tell(force=False)
+            if embedded:
+                self.store.run(_prune)
+            if total:
+                log.info(
+                    "context vectors complete",
+                    chunks=total,
+                    embedded=embedded,
+                    seconds=round(time.monotonic() - started, 3),
+                )
+            self._current_with = seen
+            self._tell("current", force=bool(total) or self.state != "current")
+            return embedded
 
     def _batch(self, ids: Sequence[int]) -> int:
-        import numpy as np
-
+        np = _numpy()
         rows = self.store.run(lambda db: _rows(db, ids))
+        self.rows_read += len(rows)
         chunks = []
         for chunk_id, path, symbol, text in rows:
             key = vector_key(embedded_text(path, symbol, text, self.text_limit), self.dimensions)
@@ -401,40 +627,38 @@ class Vectorizer:
             new = [(key, matrix[row].tobytes()) for row, key in enumerate(missing)]
             known.update(new)
         written = self.store.run(lambda db: _save(db, new, chunks))
-        self.matrix.put([(chunk_id, key, known[key]) for chunk_id, key in written])
+        if written:
+            vectors = np.frombuffer(b"".join(known[key] for _, key in written), dtype=np.float32)
+            self.matrix.put([chunk_id for chunk_id, _ in written], vectors.reshape(len(written), -1))
         return len(missing)
 
-    def sync(self) -> None:
-        """Bring the vectors in memory in step with the database's (chunks deleted or
-        re-indexed since leave; vectors written meanwhile come)."""
-        stored = self.store.run(_mapping)
-        held = self.matrix.keys()
-        self.matrix.drop([chunk_id for chunk_id, key in held.items() if stored.get(chunk_id) != key])
-        wanted = [(chunk_id, key) for chunk_id, key in stored.items() if held.get(chunk_id) != key]
-        for start in range(0, len(wanted), 5000):
-            part = wanted[start : start + 5000]
-            keys = list({key for _, key in part})
-            vectors = self.store.run(functools.partial(_stored, keys=keys))
-            self.matrix.put([(chunk_id, key, vectors[key]) for chunk_id, key in part if key in vectors])
+    # -- the questions (any thread) ----------------------------------------------------
 
     def nearest(self, question: str, limit: int) -> list[tuple[int, float]]:
-        """(chunk id, similarity) of the chunks nearest the question's meaning."""
-        if not len(self.matrix):
+        """(chunk id, similarity) of the chunks nearest the question's meaning; none while
+        the model is not loaded yet (the answer is lexical meanwhile, never held up)."""
+        embedder = self._embedder
+        if embedder is None or not len(self.matrix):
             return []
-        vector = shortened(self.embedder.embed([question]), self.dimensions)[0]
+        vector = shortened(embedder.embed([question]), self.dimensions)[0]
         return self.matrix.nearest(vector, limit)
 
     def fetch(self, path_glob: str | None) -> Callable[[list[int]], list[Hit]]:
         return lambda ids: self.store.chunks(ids, path_glob=path_glob)
 
     async def keep(self, ready: Callable[[], bool]) -> None:
-        """Keep the vectors current for ever: once `ready()` (the first lexical index is
-        complete), and again each time the index changes."""
+        """Keep the vectors current for ever: read those the database holds and load the
+        model at once (a restart ranks by meaning as soon as they are in, the lexical
+        index meanwhile), then, once `ready()` (the first lexical index is complete),
+        embed what has no vector, and again each time the index changes."""
+        await trio.to_thread.run_sync(self.load)
+        await trio.to_thread.run_sync(lambda: self.embedder)  # the model, off the loop
+        if not ready():
+            await trio.to_thread.run_sync(self._tell, "waiting")
         while not ready():  # noqa: ASYNC110 - the indexer sets a plain flag
             await trio.sleep(POLL_S)
-        await trio.to_thread.run_sync(lambda: self.embedder)  # the model, off the loop
         while True:
-            if self._current_with != self.store.writes or not self._loaded:
+            if self._current_with != self.store.writes or self._generation != self.store.generation:
                 stop = threading.Event()
                 try:
                     await trio.to_thread.run_sync(

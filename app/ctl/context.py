@@ -15,8 +15,13 @@ index in step.
 
 `reindex` asks the running context servers to re-check their whole root (every file
 hashed again, what changed indexed, what is gone dropped; `--full` rebuilds the
-database from scratch), and follows the reindex with a progress bar until it is done
-(`--no-wait`: only start it).
+database from scratch), and follows the reindex with a progress bar until it is done,
+for at most `--timeout` seconds (`REINDEX_TIMEOUT` by default: past it, it says that the
+reindex goes on in the background and exits with status 1); `--no-wait` only starts it.
+
+With the `assern[semantic]` extra, `status` also shows the vectors' state (published by
+the context process, assern.context.vectors): how many chunks and files still wait for
+their vectors, ranked by their words alone meanwhile.
 """
 
 from __future__ import annotations
@@ -46,8 +51,20 @@ TOP_K = (1, 50)
 NOT_CONFIGURED = 'no context server is configured (add a [servers.NAME] table with builtin = "context")'
 
 
+#: Seconds `reindex` follows a reindex before it leaves it to go on in the background.
+REINDEX_TIMEOUT = 600.0
+
+
 class Failed(Exception):
     """A command that cannot be done; the message says why (exit status 1)."""
+
+
+class TimedOut(Failed):
+    """`follow` gave up waiting (what was still waiting is in `waiting`)."""
+
+    def __init__(self, message: str, waiting: Sequence[str]) -> None:
+        super().__init__(message)
+        self.waiting = list(waiting)
 
 
 def cmd_context(args: argparse.Namespace) -> int:
@@ -148,8 +165,32 @@ def entry_lines(entry: Mapping[str, Any], *, now: float | None = None) -> list[s
                 f"  last run  {last.get('files', 0)} files (re)read in {last.get('seconds', 0)} s, "
                 f"done {_when(last.get('finished_at'))}"
             )
+    vectors = vectors_line(entry.get("vectors"), running=entry["state"] == "ready")
+    if vectors is not None and "error" not in entry:
+        lines.append(f"  vectors   {vectors}")
     lines.append(f"  database  {entry['database']}, {_size(entry.get('size_bytes', 0))}")
     return lines
+
+
+def vectors_line(vectors: Any, *, running: bool) -> str | None:
+    """Where the vectors stand (the `vectors` value a context process publishes), for
+    people; None when the ranking uses none (no semantic extra)."""
+    if not isinstance(vectors, dict):
+        return None
+    chunks, state = vectors.get("chunks", 0), vectors.get("state")
+    files, waiting = vectors.get("pending_files", 0), vectors.get("pending_chunks", 0)
+    if not running:
+        return f"{chunks} chunks with a vector when the server last ran"
+    if state == "loading":
+        return "loading the stored vectors: ranked by words alone until they are in"
+    if state == "waiting":
+        return f"{chunks} chunks with a vector; the rest wait for the index by words to be complete"
+    if state == "embedding" or waiting:
+        return (
+            f"{chunks} chunks with a vector, {waiting} chunks of {files} files waiting "
+            "(ranked by words alone until theirs is computed)"
+        )
+    return f"{chunks} chunks with a vector, none waiting (ranked by words and meaning)"
 
 
 def cmd_context_status(args: argparse.Namespace) -> int:
@@ -190,23 +231,30 @@ def follow(
     *,
     until: Callable[[Mapping[str, Any], Mapping[str, Any]], bool],
     label: str,
+    timeout: float | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Watch each entry's database until `until(entry, what it holds)` is true for all,
-    with a progress bar per server on a terminal (tqdm; nothing elsewhere).
+    with a progress bar per server on a terminal (tqdm; nothing elsewhere), for at most
+    `timeout` seconds (None: no bound).
 
     Returns:
         What each database held last, by server.
 
     Raises:
         Failed: a context server stopped meanwhile.
+        TimedOut: `timeout` passed first.
     """
     from tqdm import tqdm  # only when following: the other commands answer faster without it
 
     bars: dict[str, Any] = {}
     last: dict[str, dict[str, Any]] = {}
     waiting = [entry for entry in entries if entry["state"] == "ready"]
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
         while waiting:
+            if deadline is not None and time.monotonic() >= deadline:
+                names = [entry["server"] for entry in waiting]
+                raise TimedOut(f"still running after {timeout:g} s: {', '.join(names)}", names)
             for entry in list(waiting):
                 name = entry["server"]
                 found = read_index(Path(entry["database"])) or {}
@@ -378,7 +426,27 @@ def cmd_context_search(args: argparse.Namespace) -> int:
 # -- reindex --------------------------------------------------------------------------
 
 
+def reindex_timeout(args: argparse.Namespace) -> float | None:
+    """How long `reindex` follows the reindex (None with `--no-wait`).
+
+    Raises:
+        Usage: a timeout that is not a positive number of seconds, or one given with
+            `--no-wait`.
+    """
+    timeout: float | None = getattr(args, "timeout", None)
+    if timeout is not None and args.no_wait:
+        raise Usage("context reindex: --timeout and --no-wait do not go together (--no-wait does not wait)")
+    if args.no_wait:
+        return None
+    if timeout is None:
+        return REINDEX_TIMEOUT
+    if not timeout > 0 or timeout == float("inf"):
+        raise Usage(f"context reindex: --timeout must be a positive number of seconds, not {timeout:g}")
+    return timeout
+
+
 def cmd_context_reindex(args: argparse.Namespace) -> int:
+    timeout = reindex_timeout(args)
     config, instance = find_instance(args)
     if instance is None:
         raise Failed(
@@ -397,7 +465,15 @@ def cmd_context_reindex(args: argparse.Namespace) -> int:
                 print(f"{item['server']}: reindex of {item['root']} started (pid {item['pid']})")
         return 0
     entries = [{**item, "state": "ready"} for item in asked]
-    last = follow(entries, until=_reindexed, label="reindex")
+    try:
+        last = follow(entries, until=_reindexed, label="reindex", timeout=timeout)
+    except TimedOut as exc:
+        if args.json:
+            print_json({"servers": asked, "done": False, "timed_out": exc.waiting})
+        raise Failed(
+            f"the reindex is {exc.args[0]}; it goes on in the background "
+            "(follow it with `assernctl context status --watch`)"
+        ) from None
     done = []
     for item in asked:
         found = last.get(item["server"]) or {}

@@ -115,6 +115,12 @@ def _context_parser(sub: Any) -> None:
     )
     reindex.add_argument("--full", action="store_true", help="rebuild the database from scratch")
     reindex.add_argument("--no-wait", action="store_true", help="start the reindex and return at once")
+    reindex.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="stop waiting after this long (default 600); the reindex goes on in the background",
+    )
     for command in commands.choices.values():
         command.add_argument("--server", help="only this context server")
         _config_options(command)

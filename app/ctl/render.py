@@ -62,6 +62,13 @@ def context_line(index: Mapping[str, Any], *, running: bool) -> str:
     watcher = index.get("watcher", "-") if running else "not running"
     facts = [f"{index.get('files', 0)} files", f"{index.get('chunks', 0)} chunks"]
     facts += [f"{index.get('pending', 0)} pending", f"watcher {watcher}"]
+    vectors = index.get("vectors")
+    if running and isinstance(vectors, dict):  # the semantic extra's (context/vectors.py)
+        waiting = vectors.get("pending_files", 0)
+        if vectors.get("state") in ("loading", "waiting") or waiting:
+            facts.append(f"vectors {vectors.get('state')}, {waiting} files by words alone")
+        else:
+            facts.append("vectors current")
     where = progress_line(index) if running else "as the last run left it"
     return f"index {', '.join(facts)}; {where}"
 

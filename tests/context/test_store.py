@@ -205,12 +205,12 @@ KILLER = textwrap.dedent(
     real = store.Store._write_file
     written = 0
 
-    def write_then_die(self, update):
+    def write_then_die(self, update, *changes):
         global written
         written += 1
         if written == 15:  # in the middle of the second batch
             os.kill(os.getpid(), signal.SIGKILL)
-        real(self, update)
+        real(self, update, *changes)
 
     store.Store._write_file = write_then_die
     target = store.Store(db)

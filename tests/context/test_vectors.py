@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import trio
 
+from assern.context import vectors as vectors_module
 from assern.context.fusion import Fusion, Meaning
 from assern.context.index import Indexer, plan
 from assern.context.scan import ScanRules, SecretFilter, scan
@@ -90,7 +91,7 @@ def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_pat
     store = Store(db)
     index(root, store)
     first = CountingEmbedder()
-    vectors = Vectorizer(store, lambda: first)
+    vectors = Vectorizer(store, lambda dimensions: first)
     assert vectors.catch_up() == chunk_count(store) == len(first.texts) == 4
     assert len(vectors.matrix) == 4
     assert vectors.catch_up() == 0  # nothing new: nothing embedded
@@ -100,7 +101,7 @@ def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_pat
     store = Store(db)
     index(root, store)
     again = CountingEmbedder()
-    vectors = Vectorizer(store, lambda: again)
+    vectors = Vectorizer(store, lambda dimensions: again)
     assert vectors.catch_up() == 0
     assert again.texts == []
     assert len(vectors.matrix) == 4  # the vectors came from the database
@@ -136,7 +137,7 @@ def test_the_vectors_in_memory_are_those_of_the_chunks_now(tmp_path: Path) -> No
     store = Store(tmp_path / "db.sqlite3")
     index(root, store)
     embedder = CountingEmbedder()
-    vectors = Vectorizer(store, lambda: embedder)
+    vectors = Vectorizer(store, lambda dimensions: embedder)
     vectors.catch_up()
     # each chunk's row is the vector of its own text
     rows = store.run(lambda db: db.execute("SELECT chunks.id, files.path, symbol, text FROM chunks "
@@ -152,16 +153,23 @@ def test_the_vectors_in_memory_are_those_of_the_chunks_now(tmp_path: Path) -> No
 def test_the_matrix_reuses_rows_and_forgets_dropped_chunks() -> None:
     matrix = Matrix(dimensions=2)
     one, two = np.array([1, 0], dtype=np.float32), np.array([0, 1], dtype=np.float32)
-    matrix.put([(10, b"a", one.tobytes()), (11, b"b", two.tobytes())])
+    matrix.put([10, 11], np.stack([one, two]))
     assert matrix.nearest(one, 5) == [(10, 1.0), (11, 0.0)]
-    matrix.drop([10])
+    assert matrix.drop([10, 99]) == 1
     assert matrix.nearest(one, 5) == [(11, 0.0)]
-    matrix.put([(12, b"c", one.tobytes())])  # takes the free row
+    matrix.put([12], one[None, :])  # takes the free row
     assert len(matrix) == 2
+    assert matrix._used == 2
     assert matrix.nearest(one, 1) == [(12, 1.0)]
-    matrix.put([(11, b"d", one.tobytes())])  # a chunk's vector replaced in place
+    matrix.drop([11])  # a chunk's vector replaced: dropped, then put again
+    matrix.put([11], one[None, :])
     assert sorted(matrix.nearest(one, 5)) == [(11, 1.0), (12, 1.0)]
-    assert matrix.keys() == {11: b"d", 12: b"c"}
+    assert matrix.ids() == {11, 12}
+    # grown past its room, every row is kept
+    matrix.put(list(range(100, 3100)), np.tile(two, (3000, 1)))
+    assert len(matrix) == 3002
+    assert sorted(matrix.nearest(one, 2)) == [(11, 1.0), (12, 1.0)]
+    assert len(matrix.nearest(two, 5000)) == 3002
 
 
 def test_the_answers_are_lexical_while_the_vectors_are_pending(tmp_path: Path) -> None:
@@ -170,7 +178,7 @@ def test_the_answers_are_lexical_while_the_vectors_are_pending(tmp_path: Path) -
     store = Store(tmp_path / "db.sqlite3")
     index(root, store)
     state = IndexState(ready=True, complete=True)
-    vectors = Vectorizer(store, CountingEmbedder)
+    vectors = Vectorizer(store, lambda dimensions: CountingEmbedder())
     fused = Engine(root, store, Terms(), SecretFilter(()), state, meaning=Meaning(vectors, Fusion()))
     lexical = Engine(root, store, Terms(), SecretFilter(()), state)
     question = "the buyer's payment back"
@@ -199,7 +207,7 @@ async def test_the_server_embeds_in_the_background_and_answers_meanwhile(tmp_pat
     assert server.vectors is not None
     embedder = CountingEmbedder()
     embedder.gate.clear()  # the model is slow: vectors stay pending
-    server.vectors._make = lambda: embedder
+    server.vectors._make = lambda dimensions: embedder
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.keep_index)
@@ -223,3 +231,153 @@ async def test_the_server_embeds_in_the_background_and_answers_meanwhile(tmp_pat
     finally:
         embedder.gate.set()
         server.store.close()
+
+
+def _current(vectors: Vectorizer) -> bool:
+    return vectors.current
+
+
+def _chunk_ids(store: Store, path: str) -> set[int]:
+    rows = store.run(
+        lambda db: db.execute(
+            "SELECT chunks.id FROM chunks JOIN files ON files.id = file_id WHERE path = ?", (path,)
+        ).fetchall()
+    )
+    return {row[0] for row in rows}
+
+
+def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    many = {f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value + {n}\n" for n in range(40)}
+    write_tree(root, {**TREE, **many})
+    store = Store(tmp_path / "db.sqlite3")
+    index(root, store)
+    embedder = CountingEmbedder()
+    vectors = Vectorizer(store, lambda dimensions: embedder)
+    assert vectors.catch_up() == 44
+    assert (vectors.rows_read, vectors.loads) == (44, 1)
+
+    # one file saved: its chunks alone are read and embedded (the new one), nothing else
+    (root / "music.py").write_text(TREE["music.py"].lstrip("\n") + "\n\ndef pause_song(track):\n    pass\n")
+    index(root, store)
+    assert not _current(vectors)
+    assert vectors.catch_up() == 1
+    assert (vectors.rows_read, vectors.loads) == (44 + 3, 1)
+    assert "pause_song" in embedder.texts[-1]
+    every = {chunk_id for path in [*TREE, *many] for chunk_id in _chunk_ids(store, path)}
+    assert vectors.matrix.ids() == every
+
+    # a deleted file's vectors leave the matrix; nothing is read or embedded for it
+    gone = _chunk_ids(store, "refunds.py")
+    (root / "refunds.py").unlink()
+    index(root, store)
+    assert vectors.catch_up() == 0
+    assert vectors.rows_read == 47
+    assert not gone & vectors.matrix.ids()
+    assert len(vectors.matrix) == chunk_count(store) == 44
+    assert _current(vectors)
+    assert vectors.loads == 1
+    store.close()
+
+
+def test_a_chunk_id_reused_by_sqlite_gets_the_vector_of_its_new_text(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write_tree(root, TREE)
+    store = Store(tmp_path / "db.sqlite3")
+    index(root, store)
+    embedder = CountingEmbedder()
+    vectors = Vectorizer(store, lambda dimensions: embedder)
+    vectors.catch_up()
+    # the file holding the highest chunk ids is rewritten: SQLite gives its new chunks
+    # the same ids again, so the ids alone cannot tell the old vectors from the new
+    last = max(_chunk_ids(store, path) for path in TREE)
+    [path] = [path for path in TREE if _chunk_ids(store, path) == last]
+    (root / path).write_text("def brand_new_thing():\n    return 'unrelated'\n")
+    index(root, store)
+    assert _chunk_ids(store, path) & last  # an id came back
+    vectors.catch_up()
+    [new_id] = _chunk_ids(store, path)
+    text = store.run(lambda db: db.execute("SELECT text FROM chunks WHERE id = ?", (new_id,)).fetchone()[0])
+    expected = CountingEmbedder().embed([embedded_text(path, "brand_new_thing", text)])[0]
+    [(nearest, similarity)] = vectors.matrix.nearest(expected, 1)
+    assert nearest == new_id
+    assert similarity == pytest.approx(1.0)
+    assert len(vectors.matrix) == chunk_count(store)
+    store.close()
+
+
+def test_a_restart_reads_every_vector_in_one_pass_without_the_store_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, db = tmp_path / "root", tmp_path / "db.sqlite3"
+    write_tree(root, TREE)
+    store = Store(db)
+    index(root, store)
+    Vectorizer(store, lambda dimensions: CountingEmbedder()).catch_up()
+    store.close()
+
+    store = Store(db)
+    reads: list[bool] = []
+    real = vectors_module._load
+
+    def load(connection: Any, dimensions: int) -> Any:
+        reads.append(store._lock.locked())  # the tools and the indexer go on meanwhile
+        return real(connection, dimensions)
+
+    monkeypatch.setattr(vectors_module, "_load", load)
+    vectors = Vectorizer(store, lambda dimensions: CountingEmbedder())
+    vectors.load()
+    assert reads == [False]
+    assert len(vectors.matrix) == 4
+    assert vectors.waiting_chunks == 0
+    assert vectors.pending_files == 1  # not yet known current with the index
+    assert vectors.catch_up() == 0
+    assert (vectors.rows_read, vectors.loads, vectors.pending_files) == (0, 1, 0)
+    store.close()
+
+
+def test_the_vectors_state_says_what_waits(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write_tree(root, TREE)
+    store = Store(tmp_path / "db.sqlite3")
+    index(root, store)
+    published: list[dict[str, Any]] = []
+    vectors = Vectorizer(
+        store, lambda dimensions: CountingEmbedder(), publish=lambda doc: published.append(dict(doc))
+    )
+    vectors.load()
+    assert vectors.state_doc() == {
+        "state": "loading", "chunks": 0, "pending_chunks": 4, "pending_files": 3, "dimensions": DIMENSIONS
+    }  # fmt: skip
+    vectors.catch_up()
+    assert published[0]["state"] == "embedding"
+    assert (published[0]["pending_chunks"], published[0]["pending_files"]) == (4, 3)
+    assert published[-1] == {
+        "state": "current", "chunks": 4, "pending_chunks": 0, "pending_files": 0, "dimensions": DIMENSIONS
+    }  # fmt: skip
+    store.close()
+
+
+def test_a_question_is_not_held_up_while_the_model_loads(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    write_tree(root, TREE)
+    store = Store(tmp_path / "db.sqlite3")
+    index(root, store)
+    Vectorizer(store, lambda dimensions: CountingEmbedder()).catch_up()
+    loading = threading.Event()
+
+    def slow_model(dimensions: int) -> CountingEmbedder:
+        loading.wait(10)
+        return CountingEmbedder()
+
+    vectors = Vectorizer(store, slow_model)
+    vectors.load()
+    loader = threading.Thread(target=lambda: vectors.embedder)
+    loader.start()
+    try:
+        assert vectors.nearest("payment back", 5) == []  # the words answer meanwhile
+    finally:
+        loading.set()
+        loader.join()
+    assert len(vectors.nearest("payment back", 5)) == 4
+    store.close()

@@ -1,9 +1,11 @@
 """The context server ranks by meaning too when the `assern[semantic]` extra is installed:
 through `assern serve`, `code_semantic_search` finds a file that shares no word with the
-question (no term in common: checked here), which the words alone cannot find."""
+question (no term in common: checked here), which the words alone cannot find; and
+`assernctl context status` and `assernctl status` say where the vectors stand."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 from harness import AssernEnv
-from instances import reap  # noqa: F401 - reap: autouse fixture
+from instances import ctl, daemon, err, out, reap, wait_until  # noqa: F401 - reap: autouse fixture
 from mcp import Client
 
 from assern.context.terms import Terms
@@ -67,3 +69,37 @@ async def test_semantic_search_finds_by_meaning_a_file_sharing_no_word(
                 await trio.sleep(0.1)  # indexed by another process: nothing to wait on
     assert found["results"][0]["path"] == "weather.py"
     assert found["results"][0]["symbol"] == "forecast_rain"
+
+
+async def test_the_status_says_where_the_vectors_stand(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    for name, text in PROJECT.items():
+        (assern_env.work / name).write_text(text)
+    config = write_config('[servers.code]\nbuiltin = "context"\nroot = "work"\n')
+    at = ("--config", str(config))
+
+    async def vectors() -> Any:
+        done = await ctl(assern_env, "context", "status", "--json", *at)
+        assert done.returncode == 0, err(done)
+        return json.loads(done.stdout)["servers"][0].get("vectors")
+
+    async with daemon(assern_env, *at):
+        with trio.fail_after(60):
+            while (found := await vectors()) is None or found["state"] != "current":  # noqa: ASYNC110
+                await trio.sleep(0.2)  # another process's state: nothing to wait on
+        assert found == {
+            "state": "current", "chunks": 4, "pending_chunks": 0, "pending_files": 0, "dimensions": 64
+        }  # fmt: skip
+        done = await ctl(assern_env, "context", "status", *at)
+        assert "  vectors   4 chunks with a vector, none waiting (ranked by words and meaning)\n" in out(done)
+        done = await ctl(assern_env, "status", *at)
+        line = "code: index 4 files, 4 chunks, 0 pending, watcher watching, vectors current; current"
+        assert line in out(done)
+
+        # a file saved: its chunk alone waits, then has its vector
+        (assern_env.work / "extra.py").write_text("def bake_bread(oven):\n    return oven.heat(220)\n")
+        with trio.fail_after(60):
+            while (found := await vectors())["chunks"] != 5 or found["state"] != "current":  # noqa: ASYNC110
+                await trio.sleep(0.2)
+        assert found["pending_chunks"] == 0
