@@ -31,6 +31,7 @@ from assern.actors.gate.gate import Gate, screen_arguments, screen_result
 from assern.actors.jsonrpc import framing
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.context import Peer, end_to_end_meta, to_rpc_error
+from assern.actors.router.catalog import ToolRoute
 from assern.actors.search.names import CALL_TOOL, META_TOOLS
 
 if TYPE_CHECKING:
@@ -56,6 +57,9 @@ class RawRoute:
     tool: str
     arguments: dict[str, Any] | None
     gate: Gate | None
+    #: the route whose "warn" gate checks the arguments once the call is on its way
+    #: (a warning never stops a call, so the client does not wait for it)
+    warn: ToolRoute | None = None
 
 
 def raw_route(
@@ -85,17 +89,21 @@ def raw_route(
     if not lane.fast_path:
         return None
     gate = route.gate
+    warn = None
     if gate is not None:
         if not gate.raw:
             return None  # it waits for the client's confirmation: the session's
-        stopped = screen_arguments(
-            gate, route.name, route.definition, route.server, route.original, arguments, routing.client
-        )
-        if stopped is not None:
-            return stopped
+        if gate.validate == "strict":
+            stopped = screen_arguments(
+                gate, route.name, route.definition, route.server, route.original, arguments, routing.client
+            )
+            if stopped is not None:
+                return stopped
+        elif gate.inputs is not None:
+            warn = route
         if gate.outputs is None:
             gate = None  # nothing to check on the way back
-    return RawRoute(handle, lane, route.original, arguments, gate)
+    return RawRoute(handle, lane, route.original, arguments, gate, warn)
 
 
 class RawLane:
@@ -192,6 +200,7 @@ class RawLane:
         )
         if spliced is not None:
             self._forwarded[request_id] = spliced
+            self._warn_after(taken)
             return True
         # Not ready (or its stdin is backed up): through the mailbox, which waits for it.
         scope = self._forwarded[request_id] = trio.CancelScope()
@@ -206,7 +215,22 @@ class RawLane:
             scope,
             gate,
         )
+        self._warn_after(taken)
         return True
+
+    def _warn_after(self, taken: RawRoute) -> None:
+        """A "warn" gate's check of the arguments, once the call is on its way."""
+        route = taken.warn
+        if route is not None and route.gate is not None:
+            screen_arguments(
+                route.gate,
+                route.name,
+                route.definition,
+                route.server,
+                route.original,
+                taken.arguments,
+                self._routing.client,
+            )
 
     def _raw_origin(self) -> Origin:
         """This connection as the origin of its raw-lane calls (made once per connection)."""

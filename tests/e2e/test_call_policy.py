@@ -109,13 +109,14 @@ async def test_strict_validation_answers_bad_arguments_and_never_calls_the_backe
     assert [e["tool"] for e in refused] == ["add_note", "add_note"]
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # legacy: the raw lane checks after sending
 async def test_by_default_bad_arguments_are_logged_and_forwarded(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path, mode: str
 ) -> None:
     record = tmp_path / "calls.jsonl"
     config = write_config(notes_table("notes", "--record", str(record)))
     with trio.fail_after(60):
-        async with Client(assern_env.serve(config)) as client:
+        async with Client(assern_env.serve(config), mode=mode) as client:
             result = await client.call_tool("notes_add_note", {"text": "x", "colour": "red"})
             assert text_of(result) == "added 3"
     assert recorded(record) == [{"tool": "add_note", "arguments": {"text": "x", "colour": "red"}}]
