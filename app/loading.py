@@ -23,6 +23,8 @@ import sys
 import types
 from typing import Any
 
+#: logging's switch (Python 3.12+) for asking asyncio a record's task name.
+LOG_ASYNCIO_TASKS = "logAsyncioTasks"
 #: A full-collection threshold never reached while a block runs.
 DEFERRED = 1 << 30
 
@@ -72,9 +74,19 @@ def import_structlog_lean() -> None:
     hide_greenlet = "greenlet" not in sys.modules
     if hide_greenlet:
         sys.modules["greenlet"] = None  # type: ignore[assignment]  # an import of it raises ImportError
+    # structlog makes a LogRecord on import; from Python 3.12 one asks any asyncio found in
+    # sys.modules for its current task, which would load it through the stand-in.
+    import logging
+
+    task_names = getattr(logging, LOG_ASYNCIO_TASKS, None)
+    setattr(logging, LOG_ASYNCIO_TASKS, False)
     try:
         import structlog  # noqa: F401
     finally:
+        if task_names is not None:
+            setattr(logging, LOG_ASYNCIO_TASKS, task_names)
+        else:
+            delattr(logging, LOG_ASYNCIO_TASKS)
         if hide_greenlet:
             del sys.modules["greenlet"]
         if stand_in is not None and sys.modules.get("asyncio") is stand_in:

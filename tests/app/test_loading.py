@@ -99,3 +99,14 @@ def test_an_asyncio_imported_first_is_left_alone() -> None:
         "print(structlog.stdlib.asyncio is asyncio, sys.modules['asyncio'] is asyncio)\n"
     )
     assert printed_by(code) == ["True", "True"]
+
+
+def test_logging_asks_asyncio_for_task_names_again_afterwards() -> None:
+    code = (
+        "import logging\n"
+        "before = getattr(logging, 'logAsyncioTasks', None)\n"
+        "from assern.app.loading import import_structlog_lean\n"
+        "import_structlog_lean()\n"
+        "print(getattr(logging, 'logAsyncioTasks', None) == before)\n"
+    )
+    assert printed_by(code) == ["True"]
