@@ -85,6 +85,15 @@ def chunk_count(store: Store) -> int:
     return store.counts()[1]
 
 
+def indexed_tree(tmp_path: Path) -> tuple[Path, Store]:
+    """The test tree written under `tmp_path` and indexed into a fresh database."""
+    root = tmp_path / "root"
+    write_tree(root, TREE)
+    store = Store(tmp_path / "db.sqlite3")
+    index(root, store)
+    return root, store
+
+
 def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_path: Path) -> None:
     root, db = tmp_path / "root", tmp_path / "db.sqlite3"
     write_tree(root, TREE)
@@ -132,10 +141,7 @@ def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_pat
 
 
 def test_the_vectors_in_memory_are_those_of_the_chunks_now(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    write_tree(root, TREE)
-    store = Store(tmp_path / "db.sqlite3")
-    index(root, store)
+    _root, store = indexed_tree(tmp_path)
     embedder = CountingEmbedder()
     vectors = Vectorizer(store, lambda dimensions: embedder)
     vectors.catch_up()
@@ -173,10 +179,7 @@ def test_the_matrix_reuses_rows_and_forgets_dropped_chunks() -> None:
 
 
 def test_the_answers_are_lexical_while_the_vectors_are_pending(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    write_tree(root, TREE)
-    store = Store(tmp_path / "db.sqlite3")
-    index(root, store)
+    root, store = indexed_tree(tmp_path)
     state = IndexState(ready=True, complete=True)
     vectors = Vectorizer(store, lambda dimensions: CountingEmbedder())
     fused = Engine(root, store, Terms(), SecretFilter(()), state, meaning=Meaning(vectors, Fusion()))
@@ -281,10 +284,7 @@ def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_pat
 
 
 def test_a_chunk_id_reused_by_sqlite_gets_the_vector_of_its_new_text(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    write_tree(root, TREE)
-    store = Store(tmp_path / "db.sqlite3")
-    index(root, store)
+    root, store = indexed_tree(tmp_path)
     embedder = CountingEmbedder()
     vectors = Vectorizer(store, lambda dimensions: embedder)
     vectors.catch_up()
@@ -337,10 +337,7 @@ def test_a_restart_reads_every_vector_in_one_pass_without_the_store_lock(
 
 
 def test_the_vectors_state_says_what_waits(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    write_tree(root, TREE)
-    store = Store(tmp_path / "db.sqlite3")
-    index(root, store)
+    _root, store = indexed_tree(tmp_path)
     published: list[dict[str, Any]] = []
     vectors = Vectorizer(
         store, lambda dimensions: CountingEmbedder(), publish=lambda doc: published.append(dict(doc))
@@ -359,10 +356,7 @@ def test_the_vectors_state_says_what_waits(tmp_path: Path) -> None:
 
 
 def test_a_question_is_not_held_up_while_the_model_loads(tmp_path: Path) -> None:
-    root = tmp_path / "root"
-    write_tree(root, TREE)
-    store = Store(tmp_path / "db.sqlite3")
-    index(root, store)
+    _root, store = indexed_tree(tmp_path)
     Vectorizer(store, lambda dimensions: CountingEmbedder()).catch_up()
     loading = threading.Event()
 
