@@ -127,12 +127,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folds", action="store_true", help="also the 2-fold check within the tuning part")
     args = parser.parse_args()
-    paths = sorted((HERE / "fixtures").glob("*.json"))
-    found = run.listings(paths)
-    catalog = run.search_catalog(found)
-    index = catalog.search
-    assert index is not None
-    asked = run.queries(catalog)
+    catalog, index, asked = run.fixture_catalog()
     _seed, heldout, tuning = labels.read_split()
     tuned = [q for q in asked if labels.part(q, heldout, tuning) == "tuning"]
     held = [q for q in asked if labels.part(q, heldout, tuning) == "heldout"]

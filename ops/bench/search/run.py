@@ -111,6 +111,13 @@ def queries(catalog: Catalog) -> list[Query]:
     return labels.read(exposed)
 
 
+def fixture_catalog() -> tuple[Catalog, SearchIndex, list[Query]]:
+    """The recorded fixtures' catalog (search exposure), its index and the labelled queries."""
+    catalog = search_catalog(listings(sorted((HERE / "fixtures").glob("*.json"))))
+    assert catalog.search is not None
+    return catalog, catalog.search, queries(catalog)
+
+
 Ranker = Callable[[str], list[str]]
 
 

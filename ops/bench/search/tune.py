@@ -49,12 +49,9 @@ def coordinated(index: SearchIndex, power: float) -> run.Ranker:
 
 
 def main() -> int:
-    paths = sorted((HERE / "fixtures").glob("*.json"))
-    catalog = run.search_catalog(run.listings(paths))
-    index = catalog.search
-    assert index is not None
+    _catalog, index, asked = run.fixture_catalog()
     _seed, heldout, tuning = labels.read_split()
-    tuned = [q for q in run.queries(catalog) if labels.part(q, heldout, tuning) == "tuning"]
+    tuned = [q for q in asked if labels.part(q, heldout, tuning) == "tuning"]
     steps = [q for q in tuned if q.kind == "step"]
     tasks = [q for q in tuned if q.kind == "task"]
     print(f"{'as it is':<28} {figures(words(index), steps, tasks)}")
