@@ -101,7 +101,11 @@ class SdkSession:
         #: 2026-07-28: the resources our clients follow, named in our listen stream
         self._followed: set[str] = set()
         self._relisten: trio.CancelScope | None = None
-        self._listening = trio.Event()
+        #: each change of `_followed` counts one; a stream opened for change N acknowledged
+        #: makes `_acked` N, and sets (then replaces) `_acked_changed`
+        self._wanted = 0
+        self._acked = 0
+        self._acked_changed = trio.Event()
         if self.protocol_version in MODERN_PROTOCOL_VERSIONS:
             _declare_for_caller(self._session)
 
@@ -332,12 +336,16 @@ class SdkSession:
             self._followed.add(uri)
         else:
             self._followed.discard(uri)
+        self._wanted += 1
         if self._relisten is None:
             return  # no stream yet: the first one names every followed URI
-        self._listening = trio.Event()
+        wanted = self._wanted
         self._relisten.cancel()
+        # Not merely the next acknowledgement: one of a stream opened before this change
+        # may still be on its way to the listening task, with the old set of URIs.
         with trio.move_on_after(self.RELISTEN_TIMEOUT):
-            await self._listening.wait()
+            while self._acked < wanted:
+                await self._acked_changed.wait()
 
     async def set_logging_level(self, level: types.LoggingLevel) -> None:
         with sdk_errors():
@@ -352,9 +360,16 @@ class SdkSession:
     async def listen(self, *, tools: bool, prompts: bool, resources: bool) -> None:
         """Follow a 2026-07-28 backend's list changes and the resources our clients follow,
         re-opening the stream whenever that set of resources changes."""
+        try:
+            await self._listen(tools=tools, prompts=prompts, resources=resources)
+        finally:
+            self._relisten = None  # no stream: a subscription needs none re-opened
+
+    async def _listen(self, *, tools: bool, prompts: bool, resources: bool) -> None:
         while True:
             with trio.CancelScope() as scope:
                 self._relisten = scope
+                wanted = self._wanted  # the set of URIs below as of this change
                 with sdk_errors():
                     async with self._client.listen(
                         tools_list_changed=tools,
@@ -362,7 +377,9 @@ class SdkSession:
                         resources_list_changed=resources,
                         resource_subscriptions=sorted(self._followed),
                     ) as subscription:
-                        self._listening.set()
+                        self._acked = wanted
+                        self._acked_changed.set()
+                        self._acked_changed = trio.Event()
                         # Updates of followed resources reach `_Callbacks.message` as the
                         # SDK delivers every listen frame there too; only list changes here.
                         async for event in subscription:
