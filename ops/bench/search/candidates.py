@@ -44,7 +44,8 @@ Setting = dict[str, Any]
 
 #: name -> what it sets: the index's knobs ("NAME_BONUS": value, "_B": the length
 #: normalisation per field) or a variant tried here ("analyzer", "lead", "name",
-#: "feedback", "evidence", "proximity", "verbs", "cap", "in_name", "meaning"); "as it is"
+#: "feedback", "evidence", "proximity", "verbs", "cap", "in_name", "meaning", "delta",
+#: "cooccur"); "as it is"
 #: is the search now
 CANDIDATES: dict[str, Setting] = {
     "as it is": {},
@@ -121,6 +122,11 @@ CANDIDATES: dict[str, Setting] = {
     "tf once: proximity span 0.25": {"cap": (1, 2), "proximity": ("span", 0.25)},
     "tf once: proximity tp 0.1": {"cap": (1, 2), "proximity": ("tp", 0.1)},
     "name pool 40": {"NAME_POOL": 40},
+    "bm25+ delta 0.1": {"delta": 0.1},
+    "bm25+ delta 0.25": {"delta": 0.25},
+    "co-occurring words 0.2, cos 0.3": {"cooccur": (0.2, 0.3, 3)},
+    "co-occurring words 0.3, cos 0.2": {"cooccur": (0.3, 0.2, 3)},
+    "co-occurring words 0.5, cos 0.3": {"cooccur": (0.5, 0.3, 3)},
     "query in name 0.25": {"in_name": 0.25},
     "query in name 0.5": {"in_name": 0.5},
 }
@@ -576,6 +582,74 @@ def capped(index: SearchIndex, fields: Sequence[int]) -> SearchIndex:
     return SearchIndex(segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
 
 
+class PlusIndex(SearchIndex):
+    """BM25+ (Lv & Zhai 2011): each term a tool has adds `delta` more to its saturated
+    frequency, so a long text's match is never worth next to nothing."""
+
+    delta = 0.0
+
+    def _postings(self, term: str) -> tuple[dict[ix.Doc, float], float]:
+        scored = self._scored.get(term)
+        if scored is None:
+            entries, _top = super()._postings(term)
+            entries = {doc: value + self.delta for doc, value in entries.items()}
+            scored = self._scored[term] = (entries, max(entries.values(), default=0.0))
+        return scored
+
+
+def plus(index: SearchIndex, delta: float) -> SearchIndex:
+    made = PlusIndex(index.segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
+    made.delta = delta
+    return made
+
+
+def cooccurring(index: SearchIndex, weight: float, floor: float, most: int) -> run.Ranker:
+    """Global expansion by co-occurrence in the catalog itself (a similarity thesaurus,
+    Qiu & Frei 1993): two terms are related by the cosine of the sets of tools whose
+    name or description has them; each query term brings its `most` most related terms
+    over `floor`, each adding `weight` x cosine x what it adds to a tool; the best 50 by
+    words and the tools the added terms find are ranked together."""
+    seqs = Sequences(index)
+    having: dict[str, set[ix.Doc]] = {}
+    for doc in index.docs():
+        name, description = seqs.of(doc)
+        for term in {*name, *description}:
+            having.setdefault(term, set()).add(doc)
+    related: dict[str, list[tuple[str, float]]] = {}
+
+    def neighbours(term: str) -> list[tuple[str, float]]:
+        found = related.get(term)
+        if found is None:
+            mine = having.get(term, set())
+            counts: dict[str, int] = {}
+            for doc in mine:
+                name, description = seqs.of(doc)
+                for other in {*name, *description}:
+                    if other != term:
+                        counts[other] = counts.get(other, 0) + 1
+            scored = [
+                (other, n / (len(mine) * len(having[other])) ** 0.5) for other, n in counts.items() if n >= 2
+            ]
+            scored = [item for item in scored if item[1] >= floor]
+            found = related[term] = sorted(scored, key=lambda item: (-item[1], item[0]))[:most]
+        return found
+
+    def rank(query: str) -> list[str]:
+        first, _ = index.ranked(query, limit=50)
+        scores = dict(first)
+        asked = [t for t in index._asked(query) if t in index.df]
+        for term in asked:
+            for other, cos in neighbours(term):
+                if other in asked:
+                    continue
+                for doc, value in index._concept(other)[0].items():
+                    scores[doc] = scores.get(doc, 0.0) + weight * cos * value
+        ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0].name))
+        return [doc.name for doc, _ in ordered[:10]]
+
+    return rank
+
+
 _SEMANTIC: dict[int, Any] = {}
 
 
@@ -628,6 +702,8 @@ def query_in_name(index: SearchIndex, weight: float) -> run.Ranker:
 
 
 def ranker(index: SearchIndex, setting: Setting, catalog: Catalog | None = None) -> run.Ranker:
+    if "cooccur" in setting:
+        return cooccurring(index, *setting["cooccur"])
     if "in_name" in setting:
         return query_in_name(index, setting["in_name"])
     if "proximity" in setting:
@@ -683,6 +759,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if setting.get("name") == "idf":
                 stack.enter_context(replaced(ix, "name_share", named_by_idf(catalog.search)))
             index = capped(catalog.search, setting["cap"]) if "cap" in setting else catalog.search
+            if "delta" in setting:
+                index = plus(index, setting["delta"])
             rank = ranker(index, setting, catalog)
             asked = run.queries(catalog)
             if args.heldout:
