@@ -45,7 +45,7 @@ Setting = dict[str, Any]
 #: name -> what it sets: the index's knobs ("NAME_BONUS": value, "_B": the length
 #: normalisation per field) or a variant tried here ("analyzer", "lead", "name",
 #: "feedback", "evidence", "proximity", "verbs", "cap", "in_name", "meaning", "delta",
-#: "cooccur"); "as it is"
+#: "cooccur", "prefix"); "as it is"
 #: is the search now
 CANDIDATES: dict[str, Setting] = {
     "as it is": {},
@@ -122,6 +122,10 @@ CANDIDATES: dict[str, Setting] = {
     "tf once: proximity span 0.25": {"cap": (1, 2), "proximity": ("span", 0.25)},
     "tf once: proximity tp 0.1": {"cap": (1, 2), "proximity": ("tp", 0.1)},
     "name pool 40": {"NAME_POOL": 40},
+    "same first 5 letters 0.5": {"prefix": (5, 0.5)},
+    "same first 6 letters 0.5": {"prefix": (6, 0.5)},
+    "same first 5 letters 0.3": {"prefix": (5, 0.3)},
+    "same first 6 letters 0.3": {"prefix": (6, 0.3)},
     "bm25+ delta 0.1": {"delta": 0.1},
     "bm25+ delta 0.25": {"delta": 0.25},
     "co-occurring words 0.2, cos 0.3": {"cooccur": (0.2, 0.3, 3)},
@@ -597,6 +601,37 @@ class PlusIndex(SearchIndex):
         return scored
 
 
+class PrefixIndex(SearchIndex):
+    """A query term also answered, at `factor`, by the catalog's terms that begin with
+    the same `length` letters (both at least that long): derivations the suffix
+    stemmer leaves apart (analysi/analyz, summari/summar, notif/notifi)."""
+
+    length = 5
+    factor = 0.5
+    _prefixed: dict[str, tuple[str, ...]] | None = None
+
+    def _members(self, term: str) -> list[tuple[str, float]]:
+        members = super()._members(term)
+        if len(term) < self.length:
+            return members
+        if self._prefixed is None:
+            table: dict[str, list[str]] = {}
+            for known in self.df:
+                if len(known) >= self.length:
+                    table.setdefault(known[: self.length], []).append(known)
+            self._prefixed = {key: tuple(sorted(terms)) for key, terms in table.items()}
+        have = {member for member, _ in members}
+        return members + [
+            (other, self.factor) for other in self._prefixed.get(term[: self.length], ()) if other not in have
+        ]
+
+
+def prefixed(index: SearchIndex, length: int, factor: float) -> SearchIndex:
+    made = PrefixIndex(index.segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
+    made.length, made.factor = length, factor
+    return made
+
+
 def plus(index: SearchIndex, delta: float) -> SearchIndex:
     made = PlusIndex(index.segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
     made.delta = delta
@@ -759,6 +794,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if setting.get("name") == "idf":
                 stack.enter_context(replaced(ix, "name_share", named_by_idf(catalog.search)))
             index = capped(catalog.search, setting["cap"]) if "cap" in setting else catalog.search
+            if "prefix" in setting:
+                index = prefixed(index, *setting["prefix"])
             if "delta" in setting:
                 index = plus(index, setting["delta"])
             rank = ranker(index, setting, catalog)
