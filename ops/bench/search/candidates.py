@@ -42,8 +42,11 @@ FOLD_SEED = 2911
 
 Setting = dict[str, Any]
 
-#: name -> what it sets: the index's knobs ("NAME_BONUS": value) or a variant tried here
-#: ("analyzer", "lead", "name", "feedback", "evidence"); "as it is" is the search now
+#: name -> what it sets: the index's knobs ("NAME_BONUS": value, "_B": the length
+#: normalisation per field) or a variant tried here ("analyzer", "lead", "name",
+#: "feedback", "evidence", "proximity", "verbs", "cap", "in_name", "meaning", "delta",
+#: "cooccur", "prefix"); "as it is"
+#: is the search now
 CANDIDATES: dict[str, Setting] = {
     "as it is": {},
     "before: no name bonus": {"NAME_BONUS": 0.0},
@@ -81,6 +84,55 @@ CANDIDATES: dict[str, Setting] = {
     "synonym weight 0.7": {"SYNONYM_WEIGHT": 0.7},
     "name bonus 0.25, evidence 0.7": {"NAME_BONUS": 0.25, "evidence": 0.7},
     "name bonus 0.25, evidence 0.5": {"NAME_BONUS": 0.25, "evidence": 0.5},
+    # the third round (issue 44): each on top of the search as it is
+    "proximity tp 0.1": {"proximity": ("tp", 0.1)},
+    "proximity tp 0.25": {"proximity": ("tp", 0.25)},
+    "proximity tp 0.5": {"proximity": ("tp", 0.5)},
+    "proximity span 0.1": {"proximity": ("span", 0.1)},
+    "proximity span 0.25": {"proximity": ("span", 0.25)},
+    "proximity span 0.5": {"proximity": ("span", 0.5)},
+    "verb-object 0.1": {"verbs": (0.1, 0.0, "groups")},
+    "verb-object 0.25": {"verbs": (0.25, 0.0, "groups")},
+    "verb contradicted x0.8": {"verbs": (0.0, 0.2, "groups")},
+    "verb contradicted x0.6": {"verbs": (0.0, 0.4, "groups")},
+    "verb contradicted x0.8, read/write": {"verbs": (0.0, 0.2, "classes")},
+    "verb-object 0.25, contradicted x0.8": {"verbs": (0.25, 0.2, "groups")},
+    "b description 0.9": {"_B": (0.3, 0.9, 0.75, 0.0, 0.0)},
+    "b description 1.0": {"_B": (0.3, 1.0, 0.75, 0.0, 0.0)},
+    "b name 0.5": {"_B": (0.5, 0.75, 0.75, 0.0, 0.0)},
+    "b name 0.0": {"_B": (0.0, 0.75, 0.75, 0.0, 0.0)},
+    "b name 0.5, description 0.9": {"_B": (0.5, 0.9, 0.75, 0.0, 0.0)},
+    "b name 0.5, description 1.0": {"_B": (0.5, 1.0, 0.75, 0.0, 0.0)},
+    "b description 0.5": {"_B": (0.3, 0.5, 0.75, 0.0, 0.0)},
+    "b parameters 0.9": {"_B": (0.3, 0.75, 0.9, 0.0, 0.0)},
+    "description tf once": {"cap": (1,)},
+    "description, parameters tf once": {"cap": (1, 2)},
+    "every field tf once": {"cap": (0, 1, 2, 3, 4)},
+    "parameters tf once": {"cap": (2,)},
+    "parameters tf once, b description 0.9": {"cap": (2,), "_B": (0.3, 0.9, 0.75, 0.0, 0.0)},
+    "description, parameters tf once, b description 0.9": {"cap": (1, 2), "_B": (0.3, 0.9, 0.75, 0.0, 0.0)},
+    "fused (rank fusion, as it is)": {"meaning": "fused"},
+    "meaning x(1 + 0.1 cos)": {"meaning": 0.1},
+    "meaning x(1 + 0.2 cos)": {"meaning": 0.2},
+    "meaning x(1 + 0.3 cos)": {"meaning": 0.3},
+    "meaning x(1 + 0.5 cos)": {"meaning": 0.5},
+    "meaning x(1 + 1.0 cos)": {"meaning": 1.0},
+    "tf once: meaning x(1 + 0.3 cos)": {"cap": (1, 2), "meaning": 0.3},
+    "tf once: verb contradicted x0.8": {"cap": (1, 2), "verbs": (0.0, 0.2, "groups")},
+    "tf once: proximity span 0.25": {"cap": (1, 2), "proximity": ("span", 0.25)},
+    "tf once: proximity tp 0.1": {"cap": (1, 2), "proximity": ("tp", 0.1)},
+    "name pool 40": {"NAME_POOL": 40},
+    "same first 5 letters 0.5": {"prefix": (5, 0.5)},
+    "same first 6 letters 0.5": {"prefix": (6, 0.5)},
+    "same first 5 letters 0.3": {"prefix": (5, 0.3)},
+    "same first 6 letters 0.3": {"prefix": (6, 0.3)},
+    "bm25+ delta 0.1": {"delta": 0.1},
+    "bm25+ delta 0.25": {"delta": 0.25},
+    "co-occurring words 0.2, cos 0.3": {"cooccur": (0.2, 0.3, 3)},
+    "co-occurring words 0.3, cos 0.2": {"cooccur": (0.3, 0.2, 3)},
+    "co-occurring words 0.5, cos 0.3": {"cooccur": (0.5, 0.3, 3)},
+    "query in name 0.25": {"in_name": 0.25},
+    "query in name 0.5": {"in_name": 0.5},
 }
 
 #: groups of words that ask for related things in general English (what a user says
@@ -368,7 +420,334 @@ def evidenced(index: SearchIndex, factor: float) -> run.Ranker:
     return rank
 
 
-def ranker(index: SearchIndex, setting: Setting) -> run.Ranker:
+def reranked(
+    index: SearchIndex, factor: Callable[[str, list[tuple[ix.Doc, float]]], list[float]]
+) -> run.Ranker:
+    """The best 20 by words (as the search ranks them now) re-ranked by `factor`: the
+    new score of each, given the query and the 20."""
+
+    def rank(query: str) -> list[str]:
+        first, _ = index.ranked(query, limit=20)
+        scored = sorted(
+            ((score, doc.name) for (doc, _), score in zip(first, factor(query, first), strict=True)),
+            key=lambda item: (-item[0], item[1]),
+        )
+        return [name for _, name in scored[:10]]
+
+    return rank
+
+
+class Sequences:
+    """Each tool's name and description as term sequences (positions kept), and a
+    query's terms as concepts (each with the catalog terms that answer it)."""
+
+    def __init__(self, index: SearchIndex) -> None:
+        self.index = index
+        self._docs: dict[ix.Doc, tuple[list[str], list[str]]] = {}
+
+    def of(self, doc: ix.Doc) -> tuple[list[str], list[str]]:
+        found = self._docs.get(doc)
+        if found is None:
+            tool = doc.definition
+            text = f"{tool.description or ''} {tool.title or ''}" if tool is not None else ""
+            terms = self.index.analyzer.terms
+            found = self._docs[doc] = (terms(doc.tool), terms(text))
+        return found
+
+    def concepts(self, query: str) -> tuple[list[str], dict[str, int]]:
+        """The query's known terms in order, and each catalog term that answers one of
+        them -> the index of the first it answers."""
+        asked = [term for term in self.index._asked(query) if term in self.index.df]
+        members: dict[str, int] = {}
+        for i, term in enumerate(asked):
+            for member, _factor in self.index._members(term):
+                members.setdefault(member, i)
+        return asked, members
+
+
+def proximity(index: SearchIndex, mode: str, weight: float, window: int = 5) -> run.Ranker:
+    """A bonus for query words near each other in a tool's name or description.
+
+    "tp": BM25TP (Rasolofo & Savoy 2003): each pair of occurrences of two different
+    query words at most `window` apart adds 1/d^2 to the pair's weight; the score gets
+    `weight` x the sum over pairs of min(idf) x acc / (1 + acc). "span": the score times
+    1 + `weight` x the share of the query's neighbouring word pairs found within 3 words
+    of each other in the name or the description."""
+    seqs = Sequences(index)
+
+    def factor(query: str, first: list[tuple[ix.Doc, float]]) -> list[float]:
+        asked, members = seqs.concepts(query)
+        idf = [index.idf(term) for term in asked]
+        scores = []
+        for doc, score in first:
+            placed = [[(p, members[t]) for p, t in enumerate(seq) if t in members] for seq in seqs.of(doc)]
+            if mode == "tp":
+                acc: dict[tuple[int, int], float] = {}
+                for positions in placed:
+                    for a, (p, ci) in enumerate(positions):
+                        for q, cj in positions[a + 1 :]:
+                            if q - p > window:
+                                break
+                            if ci != cj:
+                                key = (min(ci, cj), max(ci, cj))
+                                acc[key] = acc.get(key, 0.0) + 1.0 / (q - p) ** 2
+                bonus = sum(min(idf[i], idf[j]) * v / (1.0 + v) for (i, j), v in acc.items())
+                scores.append(score + weight * bonus)
+            else:
+                pairs = [(i, i + 1) for i in range(len(asked) - 1)]
+                near = 0
+                for i, j in pairs:
+                    if any(
+                        ci == i and cj == j and abs(q - p) <= 3
+                        for positions in placed
+                        for p, ci in positions
+                        for q, cj in positions
+                    ):
+                        near += 1
+                share = near / len(pairs) if pairs else 0.0
+                scores.append(score * (1.0 + weight * share))
+        return scores
+
+    return reranked(index, factor)
+
+
+#: common action verbs of tool names and requests (as words; stemmed when used)
+ACTION_VERBS = """
+    get list create delete remove send update search find fetch read write add post run
+    execute start stop open close set move copy upload download share schedule show view
+    make edit modify change retrieve lookup query publish erase destroy describe insert
+    append cancel reply comment archive merge invite assign rename export import generate
+    check analyze summarize navigate click fill take capture save store install deploy
+    """.split()  # noqa: SIM905
+#: the verbs that only read (the "read/write" variant: a reading verb contradicts any other)
+READING_VERBS = """
+    get list search find fetch read show view retrieve lookup query describe check export
+    download
+    """.split()  # noqa: SIM905
+
+
+def verb_object(index: SearchIndex, weight: float, penalty: float, contradiction: str) -> run.Ranker:
+    """A query's first action verb and the word after it (its object) count `weight` more
+    when they are among the tool's name's terms (score x (1 + weight x share of the two
+    matched, a synonym at the synonym weight)); a tool whose name's first action verb
+    contradicts the query's has its score times 1 - `penalty`. "groups": another verb
+    not of the query verb's synonym group contradicts it; "classes": a reading verb and a
+    verb that does not only read contradict each other."""
+    term = index.analyzer.term
+    verbs = {term(word, remember=False) for word in ACTION_VERBS}
+    reading = {term(word, remember=False) for word in READING_VERBS}
+    for word in list(reading):
+        reading.update(index.analyzer.synonyms(word))
+
+    def contradicts(asked: str, named: str) -> bool:
+        if contradiction == "classes":
+            return (asked in reading) != (named in reading)
+        return named != asked and named not in index.analyzer.synonyms(asked)
+
+    def factor(query: str, first: list[tuple[ix.Doc, float]]) -> list[float]:
+        asked = [t for t in index._asked(query) if t in index.df]
+        at = next((i for i, t in enumerate(asked) if t in verbs), None)
+        if at is None:
+            return [score for _, score in first]
+        verb = asked[at]
+        obj = next((t for t in asked[at + 1 :] if t not in verbs), None)
+        scores = []
+        for doc, score in first:
+            matched = 0.0
+            for wanted in (verb, obj):
+                if wanted is None:
+                    continue
+                if wanted in doc.named:
+                    matched += 1.0
+                elif any(other in doc.named for other in index.analyzer.synonyms(wanted)):
+                    matched += tx.SYNONYM_WEIGHT
+            score *= 1.0 + weight * matched / 2.0
+            own = next((t for t in doc.named if t in verbs), None)
+            if penalty and own is not None and contradicts(verb, own):
+                score *= 1.0 - penalty
+            scores.append(score)
+        return scores
+
+    return reranked(index, factor)
+
+
+def capped(index: SearchIndex, fields: Sequence[int]) -> SearchIndex:
+    """The same index with a term counted at most once in each of `fields`."""
+    segments = {}
+    for server, segment in index.segments.items():
+        postings = {
+            term: tuple(
+                (doc, tuple(min(c, 1) if f in fields else c for f, c in enumerate(counts)))
+                for doc, counts in entries
+            )
+            for term, entries in segment.postings.items()
+        }
+        segments[server] = attrs.evolve(segment, postings=postings)
+    return SearchIndex(segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
+
+
+class PlusIndex(SearchIndex):
+    """BM25+ (Lv & Zhai 2011): each term a tool has adds `delta` more to its saturated
+    frequency, so a long text's match is never worth next to nothing."""
+
+    delta = 0.0
+
+    def _postings(self, term: str) -> tuple[dict[ix.Doc, float], float]:
+        scored = self._scored.get(term)
+        if scored is None:
+            entries, _top = super()._postings(term)
+            entries = {doc: value + self.delta for doc, value in entries.items()}
+            scored = self._scored[term] = (entries, max(entries.values(), default=0.0))
+        return scored
+
+
+class PrefixIndex(SearchIndex):
+    """A query term also answered, at `factor`, by the catalog's terms that begin with
+    the same `length` letters (both at least that long): derivations the suffix
+    stemmer leaves apart (analysi/analyz, summari/summar, notif/notifi)."""
+
+    length = 5
+    factor = 0.5
+    _prefixed: dict[str, tuple[str, ...]] | None = None
+
+    def _members(self, term: str) -> list[tuple[str, float]]:
+        members = super()._members(term)
+        if len(term) < self.length:
+            return members
+        if self._prefixed is None:
+            table: dict[str, list[str]] = {}
+            for known in self.df:
+                if len(known) >= self.length:
+                    table.setdefault(known[: self.length], []).append(known)
+            self._prefixed = {key: tuple(sorted(terms)) for key, terms in table.items()}
+        have = {member for member, _ in members}
+        return members + [
+            (other, self.factor) for other in self._prefixed.get(term[: self.length], ()) if other not in have
+        ]
+
+
+def prefixed(index: SearchIndex, length: int, factor: float) -> SearchIndex:
+    made = PrefixIndex(index.segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
+    made.length, made.factor = length, factor
+    return made
+
+
+def plus(index: SearchIndex, delta: float) -> SearchIndex:
+    made = PlusIndex(index.segments, analyzer=index.analyzer, weights=index.weights, df=index.df)
+    made.delta = delta
+    return made
+
+
+def cooccurring(index: SearchIndex, weight: float, floor: float, most: int) -> run.Ranker:
+    """Global expansion by co-occurrence in the catalog itself (a similarity thesaurus,
+    Qiu & Frei 1993): two terms are related by the cosine of the sets of tools whose
+    name or description has them; each query term brings its `most` most related terms
+    over `floor`, each adding `weight` x cosine x what it adds to a tool; the best 50 by
+    words and the tools the added terms find are ranked together."""
+    seqs = Sequences(index)
+    having: dict[str, set[ix.Doc]] = {}
+    for doc in index.docs():
+        name, description = seqs.of(doc)
+        for term in {*name, *description}:
+            having.setdefault(term, set()).add(doc)
+    related: dict[str, list[tuple[str, float]]] = {}
+
+    def neighbours(term: str) -> list[tuple[str, float]]:
+        found = related.get(term)
+        if found is None:
+            mine = having.get(term, set())
+            counts: dict[str, int] = {}
+            for doc in mine:
+                name, description = seqs.of(doc)
+                for other in {*name, *description}:
+                    if other != term:
+                        counts[other] = counts.get(other, 0) + 1
+            scored = [
+                (other, n / (len(mine) * len(having[other])) ** 0.5) for other, n in counts.items() if n >= 2
+            ]
+            scored = [item for item in scored if item[1] >= floor]
+            found = related[term] = sorted(scored, key=lambda item: (-item[1], item[0]))[:most]
+        return found
+
+    def rank(query: str) -> list[str]:
+        first, _ = index.ranked(query, limit=50)
+        scores = dict(first)
+        asked = [t for t in index._asked(query) if t in index.df]
+        for term in asked:
+            for other, cos in neighbours(term):
+                if other in asked:
+                    continue
+                for doc, value in index._concept(other)[0].items():
+                    scores[doc] = scores.get(doc, 0.0) + weight * cos * value
+        ordered = sorted(scores.items(), key=lambda item: (-item[1], item[0].name))
+        return [doc.name for doc, _ in ordered[:10]]
+
+    return rank
+
+
+_SEMANTIC: dict[int, Any] = {}
+
+
+def meaning(index: SearchIndex, catalog: Catalog, blend: float | str) -> run.Ranker:
+    """With the `assern[semantic]` extra: "fused" is the search's rank fusion; a number
+    w re-orders the best 20 by words by score x (1 + w x cosine similarity)."""
+    from assern.actors.search import semantic as sem
+
+    semantic = _SEMANTIC.get(id(catalog))
+    if semantic is None:
+        semantic = _SEMANTIC[id(catalog)] = run.semantic_for(catalog)
+    assert semantic is not None, "main() runs the meaning candidates only with the extra"
+    if blend == "fused":
+        return lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+    docs, matrix, _servers = semantic._aligned(index)
+    rows = {doc: i for i, doc in enumerate(docs)}
+    assert isinstance(blend, float)
+
+    def factor(query: str, first: list[tuple[ix.Doc, float]]) -> list[float]:
+        wanted = semantic.embedder.embed([query])[0]
+        scores = []
+        for doc, score in first:
+            row = rows.get(doc)
+            cos = float(matrix[row] @ wanted) if row is not None else 0.0
+            scores.append(score * (1.0 + blend * cos))
+        return scores
+
+    return reranked(index, factor)
+
+
+def query_in_name(index: SearchIndex, weight: float) -> run.Ranker:
+    """The score times 1 + `weight` x the share of the query's weight (idf; a synonym at
+    the synonym weight) that the tool's own name's terms answer: the name bonus seen from
+    the query's side (a name of one rare word the query asks for covers it most)."""
+
+    def factor(query: str, first: list[tuple[ix.Doc, float]]) -> list[float]:
+        asked = [t for t in index._asked(query) if t in index.df]
+        total = sum(index.idf(t) for t in asked)
+        scores = []
+        for doc, score in first:
+            named = set(doc.named)
+            got = 0.0
+            for term in asked:
+                best = max((f for m, f in index._members(term) if m in named), default=0.0)
+                got += best * index.idf(term)
+            scores.append(score * (1.0 + weight * (got / total if total else 0.0)))
+        return scores
+
+    return reranked(index, factor)
+
+
+def ranker(index: SearchIndex, setting: Setting, catalog: Catalog | None = None) -> run.Ranker:
+    if "cooccur" in setting:
+        return cooccurring(index, *setting["cooccur"])
+    if "in_name" in setting:
+        return query_in_name(index, setting["in_name"])
+    if "proximity" in setting:
+        return proximity(index, *setting["proximity"])
+    if "verbs" in setting:
+        return verb_object(index, *setting["verbs"])
+    if "meaning" in setting:
+        assert catalog is not None
+        return meaning(index, catalog, setting["meaning"])
     if isinstance(setting.get("name"), int):
         return short_named(index, setting["name"])
     if "feedback" in setting:
@@ -392,19 +771,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--heldout", action="store_true", help="the held-out part's figures (run once)")
     parser.add_argument("--only", action="append", default=[], help="only these candidates (repeatable)")
+    parser.add_argument(
+        "--like", action="append", default=[], help="also the candidates whose name has this (repeatable)"
+    )
     args = parser.parse_args(argv)
     paths = sorted((HERE / "fixtures").glob("*.json"))
     found = run.listings(paths)
     _seed, heldout, tuning = labels.read_split()
-    chosen = {name: s for name, s in CANDIDATES.items() if not args.only or name in args.only}
+    chosen = {
+        name: s
+        for name, s in CANDIDATES.items()
+        if not (args.only or args.like) or name in args.only or any(part in name for part in args.like)
+    }
     print("Recall@5 and MRR of steps and of whole tasks")
     for name, setting in chosen.items():
+        if "meaning" in setting and not run.sem.installed():
+            print(f"{name:<34} not run: needs the assern[semantic] extra")
+            continue
         with knobs(setting), contextlib.ExitStack() as stack:
             catalog = catalog_for(found, setting)  # fresh: the analyzer shapes the index
             assert catalog.search is not None
             if setting.get("name") == "idf":
                 stack.enter_context(replaced(ix, "name_share", named_by_idf(catalog.search)))
-            rank = ranker(catalog.search, setting)
+            index = capped(catalog.search, setting["cap"]) if "cap" in setting else catalog.search
+            if "prefix" in setting:
+                index = prefixed(index, *setting["prefix"])
+            if "delta" in setting:
+                index = plus(index, setting["delta"])
+            rank = ranker(index, setting, catalog)
             asked = run.queries(catalog)
             if args.heldout:
                 part = [q for q in asked if labels.part(q, heldout, tuning) == "heldout"]

@@ -1,0 +1,47 @@
+"""The ranking candidates of ops/bench/search/candidates.py are what they say: at no
+weight a re-ranking candidate ranks as the search does, and a capped index counts a
+term at most once in the fields it caps."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "search"
+sys.path.insert(0, str(BENCH))
+# The benchmark's folder is no package (and not type-checked): its modules by name.
+candidates: Any = importlib.import_module("candidates")
+run: Any = importlib.import_module("run")
+assert Path(run.__file__).parent == BENCH, "another module named run came first"
+
+
+def test_a_re_ranking_at_no_weight_ranks_as_the_search_does() -> None:
+    _catalog, index, asked = run.fixture_catalog()
+    texts = [query.text for query in asked[::4]]
+    as_it_is = [[hit.doc.name for hit in index.find(text, limit=10).hits] for text in texts]
+    for rank in (
+        candidates.proximity(index, "tp", 0.0),
+        candidates.proximity(index, "span", 0.0),
+        candidates.verb_object(index, 0.0, 0.0, "groups"),
+        candidates.query_in_name(index, 0.0),
+        candidates.ranker(candidates.capped(index, ()), {}),
+    ):
+        assert [rank(text) for text in texts] == as_it_is
+
+
+def test_a_capped_index_counts_a_term_once_in_the_capped_fields_only() -> None:
+    _catalog, index, _asked = run.fixture_catalog()
+    capped = candidates.capped(index, (1,))
+    repeated = 0
+    for server, segment in index.segments.items():
+        for term, entries in segment.postings.items():
+            for (doc, counts), (same, kept) in zip(
+                entries, capped.segments[server].postings[term], strict=True
+            ):
+                assert same is doc
+                assert kept[1] == min(counts[1], 1)
+                assert kept[:1] + kept[2:] == counts[:1] + counts[2:]
+                repeated += counts[1] > 1
+    assert repeated  # the catalog has descriptions that repeat a word
