@@ -117,6 +117,11 @@ CANDIDATES: dict[str, Setting] = {
     "meaning x(1 + 0.3 cos)": {"meaning": 0.3},
     "meaning x(1 + 0.5 cos)": {"meaning": 0.5},
     "meaning x(1 + 1.0 cos)": {"meaning": 1.0},
+    "meaning when words cover < 0.25": {"meaning": ("fallback", 0.25)},
+    "meaning when words cover < 0.5": {"meaning": ("fallback", 0.5)},
+    "meaning when words cover < 0.67": {"meaning": ("fallback", 0.67)},
+    "meaning when words cover < 0.8": {"meaning": ("fallback", 0.8)},
+    "meaning when words cover < 1.0": {"meaning": ("fallback", 1.0)},
     "tf once: meaning x(1 + 0.3 cos)": {"cap": (1, 2), "meaning": 0.3},
     "tf once: verb contradicted x0.8": {"cap": (1, 2), "verbs": (0.0, 0.2, "groups")},
     "tf once: proximity span 0.25": {"cap": (1, 2), "proximity": ("span", 0.25)},
@@ -688,7 +693,7 @@ def cooccurring(index: SearchIndex, weight: float, floor: float, most: int) -> r
 _SEMANTIC: dict[int, Any] = {}
 
 
-def meaning(index: SearchIndex, catalog: Catalog, blend: float | str) -> run.Ranker:
+def meaning(index: SearchIndex, catalog: Catalog, blend: float | str | tuple[str, float]) -> run.Ranker:
     """With the `assern[semantic]` extra: "fused" is the search's rank fusion; a number
     w re-orders the best 20 by words by score x (1 + w x cosine similarity)."""
     from assern.actors.search import semantic as sem
@@ -699,6 +704,16 @@ def meaning(index: SearchIndex, catalog: Catalog, blend: float | str) -> run.Ran
     assert semantic is not None, "main() runs the meaning candidates only with the extra"
     if blend == "fused":
         return lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+    if isinstance(blend, tuple):  # ("fallback", c): fused only when the words' best covers < c
+        least = blend[1]
+
+        def fallback(query: str) -> list[str]:
+            words = index.find(query, limit=10)
+            if words.hits and words.hits[0].coverage >= least:
+                return [h.doc.name for h in words.hits]
+            return [h.doc.name for h in sem.fused_find(index, semantic, query, limit=10).hits]
+
+        return fallback
     docs, matrix, _servers = semantic._aligned(index)
     rows = {doc: i for i, doc in enumerate(docs)}
     assert isinstance(blend, float)
