@@ -40,6 +40,9 @@ class Project:
     archive: str
     sha256: str
     root: str
+    #: held out: not among the projects the engine's ranking was tuned on (run.py
+    #: reports these apart; their questions are in heldout.toml)
+    heldout: bool = False
 
 
 def projects(path: Path = HERE / "corpus.toml") -> list[Project]:
