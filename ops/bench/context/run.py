@@ -22,10 +22,16 @@ averaged over the queries, per ranking:
   importable. For each engine mode also: the share of queries with a labelled file in
   a 2,000-token `get_context_for_prompt` bundle.
 
-Operations (engine only): cold index time per project and of a synthetic 10,000-file
-tree (copies of the corpus, each file made distinct), warm restart time, the time from
-a saved file to a search that finds it (p95 over several edits), query latency p95, the
-engine's RSS (its process tree) and its database size per 10,000 files.
+The projects that corpus.toml marks `heldout = true` (their questions in heldout.toml,
+written before any ranking was run on them) are scored apart, every ranking again, and
+printed below the tuned set as "held-out projects": the re-ranking was chosen on the
+tuned set alone, so the held-out figures say how far it carries to code it never saw.
+
+Operations (engine only, over the tuned projects): cold index time per project and of
+a synthetic 10,000-file tree (copies of the corpus, each file made distinct), warm
+restart time, the time from a saved file to a search that finds it (p95 over several
+edits), query latency p95, the engine's RSS (its process tree) and its database size
+per 10,000 files.
 """
 
 from __future__ import annotations
@@ -82,6 +88,35 @@ class Query:
 
 def load_queries(path: Path = HERE / "queries.toml") -> list[Query]:
     return [Query(**raw) for raw in tomllib.loads(path.read_text())["query"]]
+
+
+#: the questions of the held-out projects (corpus.toml's `heldout = true`)
+HELDOUT_QUERIES = HERE / "heldout.toml"
+PARTS = ("tuned", "heldout")
+
+
+def misplaced(
+    projects: Sequence[corpus.Project], tuned: Sequence[Query], heldout: Sequence[Query]
+) -> list[str]:
+    """Questions asked in the wrong part: a tuned question in a held-out project, a
+    held-out one in a tuned project, or either in a project corpus.toml lacks."""
+    held = {p.name: p.heldout for p in projects}
+    wrong = [f"queries.toml asks {q.text!r} of {q.project}, which is held out"
+             for q in tuned if held.get(q.project, False)]  # fmt: skip
+    wrong += [f"heldout.toml asks {q.text!r} of {q.project}, which is not held out"
+              for q in heldout if not held.get(q.project, True)]  # fmt: skip
+    wrong += [f"{q.project} (asked {q.text!r}) is not in corpus.toml"
+              for q in [*tuned, *heldout] if q.project not in held]  # fmt: skip
+    return wrong
+
+
+def split_parts(
+    projects: Sequence[corpus.Project], names: Sequence[str], parts: Sequence[str]
+) -> tuple[list[str], list[str]]:
+    """The named projects of the chosen parts: (tuned, held out), never one in both."""
+    held = {p.name for p in projects if p.heldout}
+    tuned = [n for n in names if n not in held] if "tuned" in parts else []
+    return tuned, [n for n in names if n in held] if "heldout" in parts else []
 
 
 # ------------------------------------------------------------------ scoring a ranking
@@ -565,6 +600,10 @@ def print_report(report: dict[str, Any]) -> None:
     q = report.get("quality")
     if q is not None:
         print_quality(report, q)
+    held = report.get("heldout")
+    if held is not None:
+        print("\n" + "=" * 22 + " held-out projects: never looked at while the ranking was tuned")
+        print_quality(held, held["quality"])
     ops = report.get("operations")
     if isinstance(ops, dict):
         print("\nengine operations (default ranking)")
@@ -661,6 +700,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ablate", action="append", default=[], metavar="SIGNAL",
                         help=f"also run `reranked` with {ABLATE_ENV}=SIGNAL (repeatable; "
                              f"default without --mode or --smoke: each of {', '.join(SIGNALS)})")  # fmt: skip
+    parser.add_argument("--part", action="append", choices=PARTS,
+                        help="tuned: the projects the ranking was tuned on; heldout: those of "
+                             "heldout.toml, apart (default: both; --smoke, --files: tuned)")  # fmt: skip
     parser.add_argument("--keep", type=Path, help="work in this folder and keep it (trees, databases)")
     parser.add_argument("--files", type=int, metavar="N",
                         help="only the engine's operations over a synthetic tree of N files "
@@ -669,17 +711,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.files is not None and args.files < 1:
         parser.error("--files must be at least 1")
 
-    queries = load_queries()
+    queries, held = load_queries(), load_queries(HELDOUT_QUERIES)
     known = {p.name: p for p in corpus.projects()}
+    wrong = misplaced(list(known.values()), queries, held)
+    if wrong:
+        parser.error("; ".join(wrong))
     names = [SMOKE_PROJECT] if args.smoke else args.project or list(known)
     unknown = set(names) - set(known)
     if unknown:
         parser.error(f"not in corpus.toml: {', '.join(sorted(unknown))}")
+    parts = ["tuned"] if args.smoke or args.files is not None else args.part or list(PARTS)
+    names, held_names = split_parts(list(known.values()), names, parts)
     queries = [q for q in queries if q.project in names]
+    held = [q for q in held if q.project in held_names]
     if args.smoke:
         queries = queries[:SMOKE_QUERIES]
+    if not names and not held_names:
+        parser.error(f"no project of the part(s) {', '.join(parts)} among {', '.join(args.project)}")
     try:
         roots = {name: corpus.ensure(known[name]) for name in names}
+        held_roots = {name: corpus.ensure(known[name]) for name in held_names}
     except corpus.CorpusError as error:
         print(f"corpus: {error}", file=sys.stderr)
         return 1
@@ -689,29 +740,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     if args.files is not None:
         return scale_only(args, queries, roots, engine, work)
-    report: dict[str, Any] = {
-        "corpus": {p: f"{known[p].name}=={known[p].version}" for p in names},
-        "quality": quality(queries, roots, engine, modes, work),
-    }
     ablate = args.ablate or ([] if args.smoke or args.mode else list(SIGNALS))
-    if engine is not None:
-        for signal in ablate:
-            ablated = attrs.evolve(engine, env=(*engine.env, (ABLATE_ENV, signal)))
-            row = quality(queries, roots, ablated, ["reranked"], work)["engine reranked"]
-            report["quality"][f"engine -{signal}"] = row
-    report["contributions"] = contributions(report["quality"])
+    report: dict[str, Any] = {}
+    if names:
+        report["corpus"] = {p: f"{known[p].name}=={known[p].version}" for p in names}
+        report["quality"] = ranked_and_ablated(queries, roots, engine, modes, ablate, work)
+        report["contributions"] = contributions(report["quality"])
+    if held_names:
+        found = ranked_and_ablated(held, held_roots, engine, modes, ablate, work)
+        report["heldout"] = {
+            "corpus": {p: f"{known[p].name}=={known[p].version}" for p in held_names},
+            "quality": found,
+            "contributions": contributions(found),
+        }
     tree = None
-    if not args.no_operations and not args.smoke:
+    if names and not args.no_operations and not args.smoke:
         tree = work / "trees" / f"synthetic-{SCALE_FILES}"
         synthetic_tree(list(roots.values()), tree, SCALE_FILES)
         report["baselines_at_scale"] = baselines_at_scale(tree, queries)
-    if args.no_operations:
+    if args.no_operations or not names:
         pass
     elif engine is None:
         report["operations"] = "n/a (engine not installed)"
     else:
         report["operations"] = operations(queries, roots, engine, tree, work)
     return finish(args, report, work)
+
+
+def ranked_and_ablated(
+    queries: Sequence[Query],
+    roots: dict[str, Path],
+    engine: Engine | None,
+    modes: Sequence[str],
+    ablate: Sequence[str],
+    work: Path,
+) -> dict[str, Any]:
+    """Every ranking's quality over these queries, then `reranked` less each signal."""
+    found = quality(queries, roots, engine, modes, work)
+    if engine is not None:
+        for signal in ablate:
+            ablated = attrs.evolve(engine, env=(*engine.env, (ABLATE_ENV, signal)))
+            row = quality(queries, roots, ablated, ["reranked"], work)["engine reranked"]
+            found[f"engine -{signal}"] = row
+    return found
 
 
 def finish(args: argparse.Namespace, report: dict[str, Any], work: Path) -> int:
