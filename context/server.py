@@ -224,6 +224,15 @@ class ContextServer:
         self.store = Store(db)
         if self.store.rebuilt:
             log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
+        if self.store.migrated:
+            migrated = self.store.migrated
+            log.info(
+                "context index migrated",
+                database=str(db),
+                schema_from=migrated.old,
+                schema_to=migrated.new,
+                seconds=migrated.seconds,
+            )
         self.state = IndexState()
         self.secret = SecretFilter(rules.secrets)
         #: the chunks' vectors, when the ranking uses them (vectors.py)

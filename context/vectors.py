@@ -213,10 +213,10 @@ def _numpy() -> Any:
 
 
 def _load(db: sqlite3.Connection, dimensions: int) -> tuple[Ints, Floats, Ints, Ints]:
-    """Every chunk's vector, in one pass over the chunks (one snapshot, `Store.read_apart`):
+    """Every chunk's vector, in one scan of `chunk_vectors` (one snapshot, `Store.read_apart`):
     (chunk ids, their vectors), the arrays sized for every chunk so that the vectors still
     to come fit in them; and (chunk id, file id) of the chunks without a vector of this
-    size, in id order."""
+    size, in id order (the chunks are read only when some have none)."""
     np = _numpy()
     total = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
     size = dimensions * 4
@@ -224,26 +224,22 @@ def _load(db: sqlite3.Connection, dimensions: int) -> tuple[Ints, Floats, Ints, 
     vectors = np.empty((total, dimensions), dtype=np.float32)
     flat = memoryview(vectors.reshape(-1).view(np.uint8))
     held = 0
-    waiting, waiting_files = array.array("q"), array.array("q")
-    rows = db.execute(
-        "SELECT chunks.id, chunks.file_id, vectors.vector FROM chunks "
-        "LEFT JOIN chunk_vectors ON chunk_vectors.chunk_id = chunks.id "
-        "LEFT JOIN vectors ON vectors.key = chunk_vectors.key ORDER BY chunks.id"
-    )
-    for chunk_id, file_id, vector in rows:
-        if vector is not None and len(vector) == size and held < total:
+    for chunk_id, vector in db.execute("SELECT chunk_id, vector FROM chunk_vectors"):
+        if len(vector) == size and held < total:
             ids[held] = chunk_id
             flat[held * size : (held + 1) * size] = vector
             held += 1
-        else:
-            waiting.append(chunk_id)
-            waiting_files.append(file_id)
-    return (
-        ids,
-        vectors,
-        np.frombuffer(waiting, dtype=np.int64).copy(),
-        np.frombuffer(waiting_files, dtype=np.int64).copy(),
-    )
+    if held == total:
+        empty = np.zeros(0, dtype=np.int64)
+        return ids, vectors, empty, empty.copy()
+    pairs = array.array("q")
+    for chunk_id, file_id in db.execute("SELECT id, file_id FROM chunks"):
+        pairs.append(chunk_id)
+        pairs.append(file_id)
+    every = np.frombuffer(pairs, dtype=np.int64).reshape(-1, 2)
+    every = every[np.argsort(every[:, 0], kind="stable")]
+    without = every[~np.isin(every[:, 0], ids[:held])]
+    return ids, vectors, without[:, 0].copy(), without[:, 1].copy()
 
 
 def _rows(db: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, str | None, str]]:
@@ -256,6 +252,7 @@ def _rows(db: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, st
 
 
 def _stored(db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+    """The vectors the cache (`vectors`: keys no chunk holds any more) has of `keys`."""
     found: dict[bytes, bytes] = {}
     for start in range(0, len(keys), 500):
         part = keys[start : start + 500]
@@ -269,25 +266,28 @@ def _stored(db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]
 
 def _save(
     db: sqlite3.Connection,
-    new: Sequence[tuple[bytes, bytes]],
+    vectors: Mapping[bytes, bytes],
     chunks: Sequence[tuple[int, str, str | None, str, bytes]],
+    cached: Sequence[bytes] = (),
 ) -> list[tuple[int, bytes]]:
-    """Store the new vectors and each chunk's key, in one transaction; a chunk changed
-    or deleted since it was read gets no key (it is pending again, or gone). The
+    """Store each chunk's vector beside it (`vectors` by key) and take the `cached` keys
+    out of the cache (a chunk holds them again), in one transaction; a chunk changed or
+    deleted since it was read gets no vector (it is pending again, or gone). The
     (chunk id, key) pairs written."""
     written = []
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.executemany("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)", new)
         for chunk_id, path, symbol, text, key in chunks:
             cursor = db.execute(
-                "INSERT OR REPLACE INTO chunk_vectors (chunk_id, key) SELECT chunks.id, ? FROM chunks "
-                "JOIN files ON files.id = chunks.file_id WHERE chunks.id = ? AND files.path = ? "
+                "INSERT OR REPLACE INTO chunk_vectors (chunk_id, key, vector) SELECT chunks.id, ?, ? "
+                "FROM chunks JOIN files ON files.id = chunks.file_id WHERE chunks.id = ? AND files.path = ? "
                 "AND chunks.symbol IS ? AND chunks.text = ?",
-                (key, chunk_id, path, symbol, text),
+                (key, vectors[key], chunk_id, path, symbol, text),
             )
             if cursor.rowcount:
                 written.append((chunk_id, key))
+        if cached:
+            db.executemany("DELETE FROM vectors WHERE key = ?", [(key,) for key in cached])
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -296,13 +296,16 @@ def _save(
 
 
 def _prune(db: sqlite3.Connection) -> int:
-    """Drop the vectors no chunk uses once they outnumber those in use (the cache keeps
-    what a checkout back may want, within twice the index)."""
+    """Drop the oldest vectors of the cache (keys no chunk holds) once they outnumber the
+    chunks' by more than 1,000, keeping as many as the chunks have (what a checkout
+    back may want, within twice the index)."""
     used = db.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
     stored = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
-    if stored <= 2 * used + 1000:
+    if stored <= used + 1000:
         return 0
-    return db.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM chunk_vectors)").rowcount
+    return db.execute(
+        "DELETE FROM vectors WHERE id NOT IN (SELECT id FROM vectors ORDER BY id DESC LIMIT ?)", (used,)
+    ).rowcount
 
 
 # -- in memory ---------------------------------------------------------------------------
@@ -610,11 +613,11 @@ class Vectorizer:
             chunks.append((chunk_id, path, symbol, text, key))
         keys = list({chunk[4] for chunk in chunks})
         known = self.store.run(lambda db: _stored(db, keys))
+        cached = list(known)
         missing: dict[bytes, str] = {}
         for _, path, symbol, text, key in chunks:
             if key not in known:
                 missing[key] = embedded_text(path, symbol, text, self.text_limit)
-        new: list[tuple[bytes, bytes]] = []
         if missing:
             texts = list(missing.values())
             matrix = np.concatenate(
@@ -624,9 +627,8 @@ class Vectorizer:
                 ]
             )
             self.embedded += len(missing)
-            new = [(key, matrix[row].tobytes()) for row, key in enumerate(missing)]
-            known.update(new)
-        written = self.store.run(lambda db: _save(db, new, chunks))
+            known.update((key, matrix[row].tobytes()) for row, key in enumerate(missing))
+        written = self.store.run(lambda db: _save(db, known, chunks, cached))
         if written:
             vectors = np.frombuffer(b"".join(known[key] for _, key in written), dtype=np.float32)
             self.matrix.put([chunk_id for chunk_id, _ in written], vectors.reshape(len(written), -1))
