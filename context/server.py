@@ -467,7 +467,13 @@ class ContextServer:
         if paths:
             async with self.lock:
                 await trio.to_thread.run_sync(self.reindex, paths)
+            self.nudge_vectors()
         return False
+
+    def nudge_vectors(self) -> None:
+        """Tell the vectors (if the ranking uses them) that the index changed."""
+        if self.vectors is not None:
+            self.vectors.nudge()
 
     def reindex(self, paths: list[str]) -> None:
         """Judge each path again and index, re-index or drop it (blocking)."""
@@ -525,6 +531,7 @@ class ContextServer:
         for batch in batches(todo.changed) or [[]]:
             problems = await trio.to_thread.run_sync(self.indexer.run_batch, batch, known, deleted)
             deleted = ()
+            self.nudge_vectors()
             self.state.pending -= len(batch)
             progress["done"] += len(batch)
             if told:
@@ -601,7 +608,7 @@ async def serve(context: ContextServer) -> None:
             nursery.start_soon(context.keep_index)
             nursery.start_soon(context.check_database)
             if context.vectors is not None:
-                nursery.start_soon(context.vectors.keep, lambda: context.state.complete)
+                nursery.start_soon(context.vectors.keep)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, options)
             nursery.cancel_scope.cancel()

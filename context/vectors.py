@@ -8,22 +8,24 @@ What is embedded of a chunk is `embedded_text`: its path and symbol in words, th
 text, cut at `TEXT_LIMIT` characters. Its key is a hash of the model's name and that
 text (`vector_key`), so a chunk whose text did not change is never embedded again: not
 after an edit elsewhere in its file, a rename back, a `git checkout` there and back, nor
-a restart. Two tables of the root's database (store.py) hold them: `vectors` (key →
-float32 vector) and `chunk_vectors` (chunk id → key; a trigger drops a chunk's row with
-the chunk).
+a restart. Two tables of the root's database (store.py) hold them: `chunk_vectors`
+(chunk id → key and float32 vector) and `vectors` (key → vector, for the keys no chunk
+holds any more: a trigger moves a deleted chunk's vector there, and a chunk whose text
+comes back takes it from there).
 
 `Vectorizer` does the work, blocking (the server runs it in a worker thread). At the
-start it reads every vector the database holds in one pass, on a connection of its own
-(`Store.read_apart`), into one float32 array and one int64 array of chunk ids
-(`Matrix`: no Python object per chunk), with the chunks that have none; the index's
-answers never wait for it. After the first lexical index is complete, it embeds the
-chunks without a vector in batches of `EMBED_BATCH` (reusing every vector its key
-already has, each batch written in one transaction), and from then on only what the
-index changed: the store keeps the ids of the chunks each batch of files wrote and
-deleted (`Store.take_chunk_changes`), so a saved file costs work in proportion to that
-file. A question's nearest chunks are found by one matrix product. Until a chunk has
-its vector it is found by its words only; `pending_files` says how many files still
-wait, and `state` what people see of it (`assernctl context status`).
+start it reads every vector the database holds in one scan of `chunk_vectors`, on a
+connection of its own (`Store.read_apart`), into one float32 array and one int64 array
+of chunk ids (`Matrix`: no Python object per chunk), with the chunks that have none,
+while the model loads; the index's answers never wait for it. Then it embeds the chunks
+without a vector in batches of `EMBED_BATCH` (reusing every vector its key already has,
+each batch written in one transaction), from the first batch of a first index on (the
+server nudges it after each), and from then on only what the index changed: the store
+keeps the ids of the chunks each batch of files wrote and deleted
+(`Store.take_chunk_changes`), so a saved file costs work in proportion to that file. A
+question's nearest chunks are found by one matrix product. Until a chunk has its vector
+it is found by its words only; `pending_files` says how many files still wait, and
+`state` what people see of it (`assernctl context status`).
 """
 
 from __future__ import annotations
@@ -78,10 +80,10 @@ POLL_S = 0.25
 PUBLISH_S = 2.0
 
 #: What `Vectorizer.state` says (`state` of the published `vectors`): `loading` (the
-#: vectors the database holds are being read), `waiting` (for the first lexical index
-#: to be complete), `embedding` (chunks without a vector are being embedded: those are
-#: ranked by their words alone meanwhile), `current` (every chunk has its vector).
-STATES = ("loading", "waiting", "embedding", "current")
+#: vectors the database holds are being read), `embedding` (chunks without a vector are
+#: being embedded: those are ranked by their words alone meanwhile), `current` (every
+#: chunk indexed so far has its vector).
+STATES = ("loading", "embedding", "current")
 
 
 class Embedder(Protocol):
@@ -496,6 +498,8 @@ class Vectorizer:
         self._current_with: int | None = None
         self.state = "loading"
         self._published_at = 0.0
+        #: set when the index changed (`nudge`), to look at once
+        self._nudged = trio.Event()
 
     @property
     def embedder(self) -> Embedder:
@@ -681,17 +685,19 @@ class Vectorizer:
     def fetch(self, path_glob: str | None) -> Callable[[list[int]], list[Hit]]:
         return lambda ids: self.store.chunks(ids, path_glob=path_glob)
 
-    async def keep(self, ready: Callable[[], bool]) -> None:
-        """Keep the vectors current for ever: read those the database holds and load the
-        model at once (a restart ranks by meaning as soon as they are in, the lexical
-        index meanwhile), then, once `ready()` (the first lexical index is complete),
-        embed what has no vector, and again each time the index changes."""
-        await trio.to_thread.run_sync(self.load)
-        await trio.to_thread.run_sync(lambda: self.embedder)  # the model, off the loop
-        if not ready():
-            await trio.to_thread.run_sync(self._tell, "waiting")
-        while not ready():  # noqa: ASYNC110 - the indexer sets a plain flag
-            await trio.sleep(POLL_S)
+    def nudge(self) -> None:
+        """Wake `keep` now rather than at its next look: the index changed (trio's loop)."""
+        self._nudged.set()
+
+    async def keep(self) -> None:
+        """Keep the vectors current for ever: read those the database holds while the model
+        loads (a restart ranks by meaning as soon as both are in, by words meanwhile), then
+        embed what has no vector, and again each time the index changes (`nudge`, or
+        every `POLL_S`). A first index is embedded batch by batch as it is written: the
+        tokenizer runs without the GIL, so on the core the indexer leaves."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(trio.to_thread.run_sync, lambda: self.embedder))
+            await trio.to_thread.run_sync(self.load)
         while True:
             if self._current_with != self.store.writes or self._generation != self.store.generation:
                 stop = threading.Event()
@@ -701,4 +707,6 @@ class Vectorizer:
                     )
                 finally:
                     stop.set()  # cancelled: the thread stops after its batch
-            await trio.sleep(POLL_S)
+            with trio.move_on_after(POLL_S):
+                await self._nudged.wait()
+            self._nudged = trio.Event()
