@@ -72,12 +72,13 @@ CREATE TABLE IF NOT EXISTS chunk_vectors (
 );
 CREATE TABLE IF NOT EXISTS vectors (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, vector BLOB NOT NULL);
 CREATE TRIGGER IF NOT EXISTS chunk_vectors_gone AFTER DELETE ON chunks BEGIN
-    INSERT OR REPLACE INTO vectors (key, vector) SELECT key, vector FROM chunk_vectors WHERE chunk_id = old.id;
+    INSERT OR REPLACE INTO vectors (key, vector)
+        SELECT key, vector FROM chunk_vectors WHERE chunk_id = old.id;
     DELETE FROM chunk_vectors WHERE chunk_id = old.id;
 END;
 """
 
-_SCHEMA = """
+_TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
@@ -109,7 +110,9 @@ CREATE TABLE IF NOT EXISTS totals (
     body INTEGER NOT NULL
 );
 INSERT OR IGNORE INTO totals VALUES (1, 0, 0, 0, 0);
-""" + _VECTORS
+"""
+#: Every table, index and trigger (made when missing).
+_SCHEMA = _TABLES + _VECTORS
 
 
 #: Schema 4 (each vector once per key in `vectors`, and chunk id → key in `chunk_vectors`,

@@ -141,9 +141,8 @@ class WordLlamaEmbedder:
 
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         lengths = np.fromiter((len(encoding.ids) for encoding in encodings), np.int64, len(encodings))
-        tokens = np.fromiter(
-            itertools.chain.from_iterable(encoding.ids for encoding in encodings), np.int64, int(lengths.sum())
-        )
+        every = itertools.chain.from_iterable(encoding.ids for encoding in encodings)
+        tokens = np.fromiter(every, np.int64, int(lengths.sum()))
         np.clip(tokens, 0, len(self._table) - 1, out=tokens)
         sums = np.zeros((len(encodings), self._table.shape[1]), dtype=np.float32)
         some = lengths > 0

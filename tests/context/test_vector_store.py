@@ -61,7 +61,7 @@ def _held(vectors: Vectorizer) -> dict[int, bytes]:
     """Each chunk id held in memory, with its vector's bytes."""
     matrix = vectors.matrix
     used = matrix._ids[: matrix._used]
-    return {int(chunk_id): matrix._vectors[row].tobytes() for row, chunk_id in enumerate(used) if chunk_id >= 0}
+    return {int(chunk): matrix._vectors[row].tobytes() for row, chunk in enumerate(used) if chunk >= 0}
 
 
 def test_each_vector_is_kept_beside_its_chunk_and_read_back_in_one_scan(tmp_path: Path) -> None:
@@ -91,7 +91,8 @@ def test_a_deleted_chunk_leaves_memory_and_disk_and_its_vector_waits_in_the_cach
     index(root, store)
     vectors.catch_up()
     assert not gone & vectors.matrix.ids()  # memory
-    assert _rows(store, f"SELECT count(*) FROM chunk_vectors WHERE chunk_id IN {tuple(gone)}") == [(0,)]  # disk
+    on_disk = f"SELECT count(*) FROM chunk_vectors WHERE chunk_id IN {tuple(gone)}"
+    assert _rows(store, on_disk) == [(0,)]
     assert {row[0] for row in _rows(store, "SELECT key FROM vectors")} == keys  # kept by key only
     assert len(vectors.matrix) == chunk_count(store) == 2
 

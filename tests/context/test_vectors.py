@@ -383,7 +383,8 @@ async def test_a_first_index_is_embedded_batch_by_batch_while_it_is_written(
     """The vectors do not wait for the whole first index by words: the tokenizer leaves
     the GIL, so embedding the batches written so far uses the core the indexer leaves."""
     root = tmp_path / "root"
-    write_tree(root, {f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value + {n}\n" for n in range(40)})
+    many = {f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value + {n}\n" for n in range(40)}
+    write_tree(root, many)
     monkeypatch.setattr("assern.context.index.BATCH_FILES", 10)
     embedder = CountingEmbedder()
     embedded = threading.Event()
@@ -413,7 +414,7 @@ async def test_a_first_index_is_embedded_batch_by_batch_while_it_is_written(
             nursery.start_soon(server.keep_index)
             nursery.start_soon(server.vectors.keep)
             with trio.fail_after(30):
-                while not server.state.complete or server.engine.index_info()["pending"]:
+                while not server.state.complete or server.engine.index_info()["pending"]:  # noqa: ASYNC110
                     await trio.sleep(0.02)
             nursery.cancel_scope.cancel()
     finally:
