@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -44,7 +45,7 @@ UPDATE meta SET value = '4' WHERE key = 'schema';
 """
 
 
-def _rows(store: Store, sql: str) -> list[tuple[object, ...]]:
+def _rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
     return store.run(lambda db: db.execute(sql).fetchall())
 
 
