@@ -467,7 +467,8 @@ class ContextServer:
         if paths:
             async with self.lock:
                 await trio.to_thread.run_sync(self.reindex, paths)
-            self.nudge_vectors()
+            # not nudged: the vectors look within `POLL_S`, after the question that a
+            # save is usually followed by (their work holds the store's lock a moment)
         return False
 
     def nudge_vectors(self) -> None:
