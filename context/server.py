@@ -467,8 +467,8 @@ class ContextServer:
         if paths:
             async with self.lock:
                 await trio.to_thread.run_sync(self.reindex, paths)
-            # not nudged: the vectors look within `POLL_S`, after the question that a
-            # save is usually followed by (their work holds the store's lock a moment)
+            # the vectors are not nudged here: they look within `POLL_S`, so their write
+            # (under the store's lock) need not meet the search that often follows a save
         return False
 
     def nudge_vectors(self) -> None:
