@@ -224,6 +224,15 @@ class ContextServer:
         self.store = Store(db)
         if self.store.rebuilt:
             log.warning("context index rebuilt", database=str(db), reason=self.store.rebuilt)
+        if self.store.migrated:
+            migrated = self.store.migrated
+            log.info(
+                "context index migrated",
+                database=str(db),
+                schema_from=migrated.old,
+                schema_to=migrated.new,
+                seconds=migrated.seconds,
+            )
         self.state = IndexState()
         self.secret = SecretFilter(rules.secrets)
         #: the chunks' vectors, when the ranking uses them (vectors.py)
@@ -458,7 +467,14 @@ class ContextServer:
         if paths:
             async with self.lock:
                 await trio.to_thread.run_sync(self.reindex, paths)
+            # the vectors are not nudged here: they look within `POLL_S`, so their write
+            # (under the store's lock) need not meet the search that often follows a save
         return False
+
+    def nudge_vectors(self) -> None:
+        """Tell the vectors (if the ranking uses them) that the index changed."""
+        if self.vectors is not None:
+            self.vectors.nudge()
 
     def reindex(self, paths: list[str]) -> None:
         """Judge each path again and index, re-index or drop it (blocking)."""
@@ -516,6 +532,7 @@ class ContextServer:
         for batch in batches(todo.changed) or [[]]:
             problems = await trio.to_thread.run_sync(self.indexer.run_batch, batch, known, deleted)
             deleted = ()
+            self.nudge_vectors()
             self.state.pending -= len(batch)
             progress["done"] += len(batch)
             if told:
@@ -592,7 +609,7 @@ async def serve(context: ContextServer) -> None:
             nursery.start_soon(context.keep_index)
             nursery.start_soon(context.check_database)
             if context.vectors is not None:
-                nursery.start_soon(context.vectors.keep, lambda: context.state.complete)
+                nursery.start_soon(context.vectors.keep)
             async with stdio_server() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, options)
             nursery.cancel_scope.cancel()

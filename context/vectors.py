@@ -8,22 +8,24 @@ What is embedded of a chunk is `embedded_text`: its path and symbol in words, th
 text, cut at `TEXT_LIMIT` characters. Its key is a hash of the model's name and that
 text (`vector_key`), so a chunk whose text did not change is never embedded again: not
 after an edit elsewhere in its file, a rename back, a `git checkout` there and back, nor
-a restart. Two tables of the root's database (store.py) hold them: `vectors` (key →
-float32 vector) and `chunk_vectors` (chunk id → key; a trigger drops a chunk's row with
-the chunk).
+a restart. Two tables of the root's database (store.py) hold them: `chunk_vectors`
+(chunk id → key and float32 vector) and `vectors` (key → vector, for the keys no chunk
+holds any more: a trigger moves a deleted chunk's vector there, and a chunk whose text
+comes back takes it from there).
 
 `Vectorizer` does the work, blocking (the server runs it in a worker thread). At the
-start it reads every vector the database holds in one pass, on a connection of its own
-(`Store.read_apart`), into one float32 array and one int64 array of chunk ids
-(`Matrix`: no Python object per chunk), with the chunks that have none; the index's
-answers never wait for it. After the first lexical index is complete, it embeds the
-chunks without a vector in batches of `EMBED_BATCH` (reusing every vector its key
-already has, each batch written in one transaction), and from then on only what the
-index changed: the store keeps the ids of the chunks each batch of files wrote and
-deleted (`Store.take_chunk_changes`), so a saved file costs work in proportion to that
-file. A question's nearest chunks are found by one matrix product. Until a chunk has
-its vector it is found by its words only; `pending_files` says how many files still
-wait, and `state` what people see of it (`assernctl context status`).
+start it reads every vector the database holds in one scan of `chunk_vectors`, on a
+connection of its own (`Store.read_apart`), into one float32 array and one int64 array
+of chunk ids (`Matrix`: no Python object per chunk), with the chunks that have none,
+while the model loads; the index's answers never wait for it. Then it embeds the chunks
+without a vector in batches of `EMBED_BATCH` (reusing every vector its key already has,
+each batch written in one transaction), from the first batch of a first index on (the
+server nudges it after each), and from then on only what the index changed: the store
+keeps the ids of the chunks each batch of files wrote and deleted
+(`Store.take_chunk_changes`), so a saved file costs work in proportion to that file. A
+question's nearest chunks are found by one matrix product. Until a chunk has its vector
+it is found by its words only; `pending_files` says how many files still wait, and
+`state` what people see of it (`assernctl context status`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 import array
 import functools
 import hashlib
+import itertools
 import os
 import threading
 import time
@@ -63,9 +66,9 @@ MODEL = "wordllama-l2_supercat"
 #: took the process past its 300 MB budget; see docs/context.md for what 64 costs.
 DIMENSIONS = 64
 DIMENSIONS_ENV = "ASSERN_CONTEXT_EMBED_DIMS"
-#: Texts per call of the model: its padded batch of token vectors is the largest
-#: temporary of the process (texts x tokens x dimensions floats).
-MODEL_BATCH = 16
+#: Texts per call of the model: their token vectors are the largest temporary of the
+#: process (tokens x dimensions floats, about 2 MB for 32 chunks).
+MODEL_BATCH = 32
 #: Chunks embedded per batch (and per transaction).
 EMBED_BATCH = 128
 #: The longest text of one chunk that is embedded, in characters.
@@ -77,10 +80,10 @@ POLL_S = 0.25
 PUBLISH_S = 2.0
 
 #: What `Vectorizer.state` says (`state` of the published `vectors`): `loading` (the
-#: vectors the database holds are being read), `waiting` (for the first lexical index
-#: to be complete), `embedding` (chunks without a vector are being embedded: those are
-#: ranked by their words alone meanwhile), `current` (every chunk has its vector).
-STATES = ("loading", "waiting", "embedding", "current")
+#: vectors the database holds are being read), `embedding` (chunks without a vector are
+#: being embedded: those are ranked by their words alone meanwhile), `current` (every
+#: chunk indexed so far has its vector).
+STATES = ("loading", "embedding", "current")
 
 
 class Embedder(Protocol):
@@ -102,6 +105,11 @@ class WordLlamaEmbedder:
     vectors, so this gives the same vectors as cutting the full ones after pooling (to
     float precision), with a quarter of the table and of each batch's temporaries.
 
+    The mean is taken here rather than by the model's `embed`, which pads every text of a
+    batch to the longest one's tokens and averages the padded block under a mask: the
+    tokens of a batch are gathered once, unpadded, and summed per text (the same vectors
+    to 10⁻⁶, a fifth less CPU on chunks of code, whose lengths vary).
+
     Raises:
         ImportError: the extra is not installed.
         FileNotFoundError: the wheel lacks its model files.
@@ -110,6 +118,7 @@ class WordLlamaEmbedder:
     def __init__(self, dimensions: int = DIMENSIONS) -> None:
         from pathlib import Path
 
+        import numpy as np
         import wordllama
         from wordllama import WordLlama
 
@@ -117,17 +126,42 @@ class WordLlamaEmbedder:
         self._model = WordLlama.load(
             cache_dir=folder, disable_download=True, trunc_dim=dimensions if dimensions < 256 else None
         )
+        self._table: Floats = np.ascontiguousarray(self._model.embedding, dtype=np.float32)
+        self._tokenizer = self._model.tokenizer
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
         # The tokenizer has no pre-tokenizer, so its BPE cache keeps each whole text it
-        # saw (about 1.2 KB a chunk): 150,000 chunks took the process 180 MB further.
-        # A chunk is embedded once (its vector is cached by key), so the cache only costs.
-        resize_cache = getattr(getattr(self._model.tokenizer, "model", None), "_resize_cache", None)
-        if resize_cache is not None:
-            resize_cache(0)
+        # saw (under 256 characters; about 5 KB each): 150,000 chunks took the process
+        # 180 MB further. A chunk is embedded once (its vector is cached by key), so the
+        # cache only costs.
+        self.tokenizer_cache = disable_tokenizer_cache(self._tokenizer)
 
     def embed(self, texts: Sequence[str]) -> Floats:
         import numpy as np
 
-        return np.asarray(self._model.embed(list(texts), norm=True), dtype=np.float32)
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        lengths = np.fromiter((len(encoding.ids) for encoding in encodings), np.int64, len(encodings))
+        every = itertools.chain.from_iterable(encoding.ids for encoding in encodings)
+        tokens = np.fromiter(every, np.int64, int(lengths.sum()))
+        np.clip(tokens, 0, len(self._table) - 1, out=tokens)
+        sums = np.zeros((len(encodings), self._table.shape[1]), dtype=np.float32)
+        some = lengths > 0
+        if some.any():
+            starts = np.cumsum(lengths) - lengths
+            sums[some] = np.add.reduceat(self._table[tokens], starts[some], axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        np.divide(sums, norms, out=sums, where=norms > 0)
+        return sums
+
+
+def disable_tokenizer_cache(tokenizer: Any) -> bool:
+    """Switch off the BPE model's cache of whole words (here: whole texts) in a `tokenizers`
+    tokenizer; whether it could (a tokenizer without that cache has nothing to switch)."""
+    resize_cache = getattr(getattr(tokenizer, "model", None), "_resize_cache", None)
+    if resize_cache is None:
+        return False
+    resize_cache(0)
+    return True
 
 
 def load_embedder(dimensions: int = DIMENSIONS) -> Embedder:
@@ -213,10 +247,10 @@ def _numpy() -> Any:
 
 
 def _load(db: sqlite3.Connection, dimensions: int) -> tuple[Ints, Floats, Ints, Ints]:
-    """Every chunk's vector, in one pass over the chunks (one snapshot, `Store.read_apart`):
+    """Every chunk's vector, in one scan of `chunk_vectors` (one snapshot, `Store.read_apart`):
     (chunk ids, their vectors), the arrays sized for every chunk so that the vectors still
     to come fit in them; and (chunk id, file id) of the chunks without a vector of this
-    size, in id order."""
+    size, in id order (the chunks are read only when some have none)."""
     np = _numpy()
     total = db.execute("SELECT count(*) FROM chunks").fetchone()[0]
     size = dimensions * 4
@@ -224,26 +258,22 @@ def _load(db: sqlite3.Connection, dimensions: int) -> tuple[Ints, Floats, Ints, 
     vectors = np.empty((total, dimensions), dtype=np.float32)
     flat = memoryview(vectors.reshape(-1).view(np.uint8))
     held = 0
-    waiting, waiting_files = array.array("q"), array.array("q")
-    rows = db.execute(
-        "SELECT chunks.id, chunks.file_id, vectors.vector FROM chunks "
-        "LEFT JOIN chunk_vectors ON chunk_vectors.chunk_id = chunks.id "
-        "LEFT JOIN vectors ON vectors.key = chunk_vectors.key ORDER BY chunks.id"
-    )
-    for chunk_id, file_id, vector in rows:
-        if vector is not None and len(vector) == size and held < total:
+    for chunk_id, vector in db.execute("SELECT chunk_id, vector FROM chunk_vectors"):
+        if len(vector) == size and held < total:
             ids[held] = chunk_id
             flat[held * size : (held + 1) * size] = vector
             held += 1
-        else:
-            waiting.append(chunk_id)
-            waiting_files.append(file_id)
-    return (
-        ids,
-        vectors,
-        np.frombuffer(waiting, dtype=np.int64).copy(),
-        np.frombuffer(waiting_files, dtype=np.int64).copy(),
-    )
+    if held == total:
+        empty = np.zeros(0, dtype=np.int64)
+        return ids, vectors, empty, empty.copy()
+    pairs = array.array("q")
+    for chunk_id, file_id in db.execute("SELECT id, file_id FROM chunks"):
+        pairs.append(chunk_id)
+        pairs.append(file_id)
+    every = np.frombuffer(pairs, dtype=np.int64).reshape(-1, 2)
+    every = every[np.argsort(every[:, 0], kind="stable")]
+    without = every[~np.isin(every[:, 0], ids[:held])]
+    return ids, vectors, without[:, 0].copy(), without[:, 1].copy()
 
 
 def _rows(db: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, str | None, str]]:
@@ -256,6 +286,7 @@ def _rows(db: sqlite3.Connection, ids: Sequence[int]) -> list[tuple[int, str, st
 
 
 def _stored(db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]:
+    """The vectors the cache (`vectors`: keys no chunk holds any more) has of `keys`."""
     found: dict[bytes, bytes] = {}
     for start in range(0, len(keys), 500):
         part = keys[start : start + 500]
@@ -269,25 +300,28 @@ def _stored(db: sqlite3.Connection, keys: Sequence[bytes]) -> dict[bytes, bytes]
 
 def _save(
     db: sqlite3.Connection,
-    new: Sequence[tuple[bytes, bytes]],
+    vectors: Mapping[bytes, bytes],
     chunks: Sequence[tuple[int, str, str | None, str, bytes]],
+    cached: Sequence[bytes] = (),
 ) -> list[tuple[int, bytes]]:
-    """Store the new vectors and each chunk's key, in one transaction; a chunk changed
-    or deleted since it was read gets no key (it is pending again, or gone). The
+    """Store each chunk's vector beside it (`vectors` by key) and take the `cached` keys
+    out of the cache (a chunk holds them again), in one transaction; a chunk changed or
+    deleted since it was read gets no vector (it is pending again, or gone). The
     (chunk id, key) pairs written."""
     written = []
     db.execute("BEGIN IMMEDIATE")
     try:
-        db.executemany("INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)", new)
         for chunk_id, path, symbol, text, key in chunks:
             cursor = db.execute(
-                "INSERT OR REPLACE INTO chunk_vectors (chunk_id, key) SELECT chunks.id, ? FROM chunks "
-                "JOIN files ON files.id = chunks.file_id WHERE chunks.id = ? AND files.path = ? "
+                "INSERT OR REPLACE INTO chunk_vectors (chunk_id, key, vector) SELECT chunks.id, ?, ? "
+                "FROM chunks JOIN files ON files.id = chunks.file_id WHERE chunks.id = ? AND files.path = ? "
                 "AND chunks.symbol IS ? AND chunks.text = ?",
-                (key, chunk_id, path, symbol, text),
+                (key, vectors[key], chunk_id, path, symbol, text),
             )
             if cursor.rowcount:
                 written.append((chunk_id, key))
+        if cached:
+            db.executemany("DELETE FROM vectors WHERE key = ?", [(key,) for key in cached])
         db.execute("COMMIT")
     except BaseException:
         db.execute("ROLLBACK")
@@ -296,13 +330,16 @@ def _save(
 
 
 def _prune(db: sqlite3.Connection) -> int:
-    """Drop the vectors no chunk uses once they outnumber those in use (the cache keeps
-    what a checkout back may want, within twice the index)."""
+    """Drop the oldest vectors of the cache (keys no chunk holds) once they outnumber the
+    chunks' by more than 1,000, keeping as many as the chunks have (what a checkout
+    back may want, within twice the index)."""
     used = db.execute("SELECT count(*) FROM chunk_vectors").fetchone()[0]
     stored = db.execute("SELECT count(*) FROM vectors").fetchone()[0]
-    if stored <= 2 * used + 1000:
+    if stored <= used + 1000:
         return 0
-    return db.execute("DELETE FROM vectors WHERE key NOT IN (SELECT key FROM chunk_vectors)").rowcount
+    return db.execute(
+        "DELETE FROM vectors WHERE id NOT IN (SELECT id FROM vectors ORDER BY id DESC LIMIT ?)", (used,)
+    ).rowcount
 
 
 # -- in memory ---------------------------------------------------------------------------
@@ -460,6 +497,8 @@ class Vectorizer:
         self._current_with: int | None = None
         self.state = "loading"
         self._published_at = 0.0
+        #: set when the index changed (`nudge`), to look at once
+        self._nudged = trio.Event()
 
     @property
     def embedder(self) -> Embedder:
@@ -610,11 +649,11 @@ class Vectorizer:
             chunks.append((chunk_id, path, symbol, text, key))
         keys = list({chunk[4] for chunk in chunks})
         known = self.store.run(lambda db: _stored(db, keys))
+        cached = list(known)
         missing: dict[bytes, str] = {}
         for _, path, symbol, text, key in chunks:
             if key not in known:
                 missing[key] = embedded_text(path, symbol, text, self.text_limit)
-        new: list[tuple[bytes, bytes]] = []
         if missing:
             texts = list(missing.values())
             matrix = np.concatenate(
@@ -624,9 +663,8 @@ class Vectorizer:
                 ]
             )
             self.embedded += len(missing)
-            new = [(key, matrix[row].tobytes()) for row, key in enumerate(missing)]
-            known.update(new)
-        written = self.store.run(lambda db: _save(db, new, chunks))
+            known.update((key, matrix[row].tobytes()) for row, key in enumerate(missing))
+        written = self.store.run(lambda db: _save(db, known, chunks, cached))
         if written:
             vectors = np.frombuffer(b"".join(known[key] for _, key in written), dtype=np.float32)
             self.matrix.put([chunk_id for chunk_id, _ in written], vectors.reshape(len(written), -1))
@@ -646,17 +684,19 @@ class Vectorizer:
     def fetch(self, path_glob: str | None) -> Callable[[list[int]], list[Hit]]:
         return lambda ids: self.store.chunks(ids, path_glob=path_glob)
 
-    async def keep(self, ready: Callable[[], bool]) -> None:
-        """Keep the vectors current for ever: read those the database holds and load the
-        model at once (a restart ranks by meaning as soon as they are in, the lexical
-        index meanwhile), then, once `ready()` (the first lexical index is complete),
-        embed what has no vector, and again each time the index changes."""
-        await trio.to_thread.run_sync(self.load)
-        await trio.to_thread.run_sync(lambda: self.embedder)  # the model, off the loop
-        if not ready():
-            await trio.to_thread.run_sync(self._tell, "waiting")
-        while not ready():  # noqa: ASYNC110 - the indexer sets a plain flag
-            await trio.sleep(POLL_S)
+    def nudge(self) -> None:
+        """Wake `keep` now rather than at its next look: the index changed (trio's loop)."""
+        self._nudged.set()
+
+    async def keep(self) -> None:
+        """Keep the vectors current for ever: read those the database holds while the model
+        loads (a restart ranks by meaning as soon as both are in, by words meanwhile), then
+        embed what has no vector, and again each time the index changes (`nudge`, or
+        every `POLL_S`). A first index is embedded batch by batch as it is written: the
+        tokenizer runs without the GIL, so on the core the indexer leaves."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(trio.to_thread.run_sync, lambda: self.embedder))
+            await trio.to_thread.run_sync(self.load)
         while True:
             if self._current_with != self.store.writes or self._generation != self.store.generation:
                 stop = threading.Event()
@@ -666,4 +706,6 @@ class Vectorizer:
                     )
                 finally:
                     stop.set()  # cancelled: the thread stops after its batch
-            await trio.sleep(POLL_S)
+            with trio.move_on_after(POLL_S):
+                await self._nudged.wait()
+            self._nudged = trio.Event()

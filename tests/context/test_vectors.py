@@ -214,7 +214,7 @@ async def test_the_server_embeds_in_the_background_and_answers_meanwhile(tmp_pat
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(server.keep_index)
-            nursery.start_soon(server.vectors.keep, lambda: server.state.complete)
+            nursery.start_soon(server.vectors.keep)
             with trio.fail_after(20):
                 while not server.state.complete:  # noqa: ASYNC110 - a plain flag
                     await trio.sleep(0.02)
@@ -375,3 +375,50 @@ def test_a_question_is_not_held_up_while_the_model_loads(tmp_path: Path) -> None
         loader.join()
     assert len(vectors.nearest("payment back", 5)) == 4
     store.close()
+
+
+async def test_a_first_index_is_embedded_batch_by_batch_while_it_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vectors do not wait for the whole first index by words: the tokenizer leaves
+    the GIL, so embedding the batches written so far uses the core the indexer leaves."""
+    root = tmp_path / "root"
+    many = {f"pkg/module_{n}.py": f"def function_{n}(value):\n    return value + {n}\n" for n in range(40)}
+    write_tree(root, many)
+    monkeypatch.setattr("assern.context.index.BATCH_FILES", 10)
+    embedder = CountingEmbedder()
+    embedded = threading.Event()
+    real_embed = embedder.embed
+
+    def embed(texts: Sequence[str]) -> Any:
+        embedded.set()
+        return real_embed(texts)
+
+    monkeypatch.setattr(embedder, "embed", embed)
+    # the indexer writes its first batch, then waits (at most 10 s) for the vectors
+    real_batch = Indexer.run_batch
+    batches: list[bool] = []
+
+    def run_batch(self: Indexer, *args: Any) -> Any:
+        problems = real_batch(self, *args)
+        batches.append(embedded.wait(10) if not batches else embedded.is_set())
+        return problems
+
+    monkeypatch.setattr(Indexer, "run_batch", run_batch)
+    ranking = Ranking(mode="fused", signals=("symbol", "path", "role"), meaning=True, fusion=Fusion())
+    server = ContextServer(root, ScanRules(), tmp_path / "db.sqlite3", watch=False, ranking=ranking)
+    assert server.vectors is not None
+    server.vectors._make = lambda dimensions: embedder
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.keep_index)
+            nursery.start_soon(server.vectors.keep)
+            with trio.fail_after(30):
+                while not server.state.complete or server.engine.index_info()["pending"]:  # noqa: ASYNC110
+                    await trio.sleep(0.02)
+            nursery.cancel_scope.cancel()
+    finally:
+        server.store.close()
+    assert len(batches) == 4
+    assert batches[0], "nothing was embedded while the first index was being written"
+    assert len(embedder.texts) == 40
