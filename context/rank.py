@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from assern.context.terms import Terms
 
 #: A definition whose name the question mentions.
-SYMBOL = 3.0
+SYMBOL = 1.5
 #: ... and whose container (class, type, module) it mentions too.
 QUALIFIED = 1.5
 #: The file's own name (without its extension) is one of the question's keys.
