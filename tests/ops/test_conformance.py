@@ -8,30 +8,20 @@ The harness needs Node 22 or newer: the machine's own, or the one `run.py
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from needed_tools import needs
+from ops_scripts import OPS, load_script
 
-RUN = Path(__file__).resolve().parents[2] / "ops" / "conformance" / "run.py"
-
-
-def load_runner() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("conformance_run", RUN)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+RUN = OPS / "conformance" / "run.py"
 
 
-runner = load_runner()
+runner = load_script(RUN, "conformance_run")
 needs_node = needs(
     None
     if runner.find_node() is not None

@@ -5,30 +5,18 @@ unpacked only when every member lies under the project's root."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import io
-import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from ops_scripts import OPS, load_script
 
-BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "context"
-
-
-def load_corpus() -> Any:
-    spec = importlib.util.spec_from_file_location("context_bench_corpus", BENCH / "corpus.py")
-    assert spec
-    assert spec.loader
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+BENCH = OPS / "bench" / "context"
 
 
-corpus = load_corpus()
+corpus = load_script(BENCH / "corpus.py", "context_bench_corpus")
 
 
 def archive(path: Path, members: dict[str, bytes]) -> str:

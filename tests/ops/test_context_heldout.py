@@ -5,29 +5,16 @@ stops the run. No download: the parts are chosen and printed from plain values."
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from ops_scripts import OPS, load_script
 
-BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "context"
-
-
-def load(name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(f"context_bench_{name}", BENCH / f"{name}.py")
-    assert spec
-    assert spec.loader
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+BENCH = OPS / "bench" / "context"
 
 
-bench = load("run")
-corpus = load("corpus")
+bench = load_script(BENCH / "run.py", "context_bench_run")
+corpus = load_script(BENCH / "corpus.py", "context_bench_corpus")
 
 
 def project(name: str, heldout: bool = False) -> Any:

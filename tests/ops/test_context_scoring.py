@@ -4,32 +4,18 @@ grep baseline's two implementations agreeing."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from ops_scripts import OPS, load_script
 
-BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "context"
-
-
-def load(name: str) -> Any:
-    """A module of the bench by path, under a name of its own (`run` is also the name of
-    ops/bench/run.py); run.py itself puts its folder on sys.path for its siblings."""
-    spec = importlib.util.spec_from_file_location(f"context_bench_{name}", BENCH / f"{name}.py")
-    assert spec
-    assert spec.loader
-    module: ModuleType = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+BENCH = OPS / "bench" / "context"
 
 
-scoring = load("scoring")
-bench = load("run")
+scoring = load_script(BENCH / "scoring.py", "context_bench_scoring")
+bench = load_script(BENCH / "run.py", "context_bench_run")
 
 
 def test_the_tokeniser_knows_nothing_of_code() -> None:

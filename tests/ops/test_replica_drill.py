@@ -5,32 +5,22 @@ tested either way."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from needed_tools import needs_haproxy
+from ops_scripts import OPS, load_script
 
-DRILL = Path(__file__).resolve().parents[2] / "ops" / "deploy" / "replica_drill.py"
+DRILL = OPS / "deploy" / "replica_drill.py"
 HAPROXY_CFG = DRILL.parent / "haproxy" / "haproxy.cfg"
 
 
-def load_drill() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("replica_drill", DRILL)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-drill = load_drill()
+drill = load_script(DRILL, "replica_drill")
 
 
 def finished(killed: str = "assern2") -> Any:

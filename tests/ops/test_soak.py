@@ -5,29 +5,19 @@ The run without the fault is tests/e2e/test_operations.py's short soak (0 lost).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from mcp_types import ErrorData, JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
+from ops_scripts import OPS, load_script
 
-RUN = Path(__file__).resolve().parents[2] / "ops" / "soak" / "run.py"
-
-
-def load_soak() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("soak_run", RUN)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+RUN = OPS / "soak" / "run.py"
 
 
-soak = load_soak()
+soak = load_script(RUN, "soak_run")
 
 
 def call(id_: int) -> JSONRPCRequest:
