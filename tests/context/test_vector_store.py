@@ -22,7 +22,15 @@ from assern.context.server import ContextServer
 from assern.context.store import SCHEMA_VERSION, Store
 from assern.context.vectors import Vectorizer
 
-from .test_vectors import TREE, CountingEmbedder, chunk_count, index, indexed_tree, write_tree
+from .test_vectors import (
+    TREE,
+    CountingEmbedder,
+    chunk_count,
+    file_chunk_ids,
+    index,
+    indexed_tree,
+    write_tree,
+)
 
 np = pytest.importorskip("numpy")
 
@@ -47,15 +55,6 @@ UPDATE meta SET value = '4' WHERE key = 'schema';
 
 def _rows(store: Store, sql: str) -> list[tuple[Any, ...]]:
     return store.run(lambda db: db.execute(sql).fetchall())
-
-
-def _file_chunks(store: Store, path: str) -> set[int]:
-    rows = store.run(
-        lambda db: db.execute(
-            "SELECT chunks.id FROM chunks JOIN files ON files.id = file_id WHERE path = ?", (path,)
-        ).fetchall()
-    )
-    return {row[0] for row in rows}
 
 
 def _held(vectors: Vectorizer) -> dict[int, bytes]:
@@ -84,7 +83,7 @@ def test_a_deleted_chunk_leaves_memory_and_disk_and_its_vector_waits_in_the_cach
     embedder = CountingEmbedder()
     vectors = Vectorizer(store, lambda dimensions: embedder)
     vectors.catch_up()
-    gone = _file_chunks(store, "music.py")
+    gone = file_chunk_ids(store, "music.py")
     keys = {row[0] for row in _rows(store, f"SELECT key FROM chunk_vectors WHERE chunk_id IN {tuple(gone)}")}
     assert len(gone) == len(keys) == 2
 
@@ -167,7 +166,7 @@ def test_a_database_of_schema_4_is_migrated_in_place_keeping_every_vector(tmp_pa
     assert _rows(store, "SELECT key, vector FROM vectors") == cached
 
     # the trigger of the new schema works: a deleted file's vectors move to the cache
-    gone = _file_chunks(store, "music.py")
+    gone = file_chunk_ids(store, "music.py")
     (root / "music.py").unlink()
     index(root, store)
     again.catch_up()

@@ -240,7 +240,8 @@ def _current(vectors: Vectorizer) -> bool:
     return vectors.current
 
 
-def _chunk_ids(store: Store, path: str) -> set[int]:
+def file_chunk_ids(store: Store, path: str) -> set[int]:
+    """The ids of the chunks of the file at `path`."""
     rows = store.run(
         lambda db: db.execute(
             "SELECT chunks.id FROM chunks JOIN files ON files.id = file_id WHERE path = ?", (path,)
@@ -267,11 +268,11 @@ def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_pat
     assert vectors.catch_up() == 1
     assert (vectors.rows_read, vectors.loads) == (44 + 3, 1)
     assert "pause_song" in embedder.texts[-1]
-    every = {chunk_id for path in [*TREE, *many] for chunk_id in _chunk_ids(store, path)}
+    every = {chunk_id for path in [*TREE, *many] for chunk_id in file_chunk_ids(store, path)}
     assert vectors.matrix.ids() == every
 
     # a deleted file's vectors leave the matrix; nothing is read or embedded for it
-    gone = _chunk_ids(store, "refunds.py")
+    gone = file_chunk_ids(store, "refunds.py")
     (root / "refunds.py").unlink()
     index(root, store)
     assert vectors.catch_up() == 0
@@ -290,13 +291,13 @@ def test_a_chunk_id_reused_by_sqlite_gets_the_vector_of_its_new_text(tmp_path: P
     vectors.catch_up()
     # the file holding the highest chunk ids is rewritten: SQLite gives its new chunks
     # the same ids again, so the ids alone cannot tell the old vectors from the new
-    last = max(_chunk_ids(store, path) for path in TREE)
-    [path] = [path for path in TREE if _chunk_ids(store, path) == last]
+    last = max(file_chunk_ids(store, path) for path in TREE)
+    [path] = [path for path in TREE if file_chunk_ids(store, path) == last]
     (root / path).write_text("def brand_new_thing():\n    return 'unrelated'\n")
     index(root, store)
-    assert _chunk_ids(store, path) & last  # an id came back
+    assert file_chunk_ids(store, path) & last  # an id came back
     vectors.catch_up()
-    [new_id] = _chunk_ids(store, path)
+    [new_id] = file_chunk_ids(store, path)
     text = store.run(lambda db: db.execute("SELECT text FROM chunks WHERE id = ?", (new_id,)).fetchone()[0])
     expected = CountingEmbedder().embed([embedded_text(path, "brand_new_thing", text)])[0]
     [(nearest, similarity)] = vectors.matrix.nearest(expected, 1)
