@@ -87,9 +87,13 @@ def test_the_split_holds_out_a_third_of_each_set_and_covers_every_unit() -> None
         assert len(units & heldout) >= len(units) / 3
 
 
-def test_the_smoke_run_prints_recall_size_and_scale() -> None:
+def test_the_smoke_run_prints_recall_size_and_scale(tmp_path: Path) -> None:
+    out = tmp_path / "search.json"
     done = subprocess.run(
-        [sys.executable, str(BENCH / "run.py"), "--smoke"], capture_output=True, text=True, timeout=300
+        [sys.executable, str(BENCH / "run.py"), "--smoke", "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr
     assert "lexical    all both both" in done.stdout
@@ -98,6 +102,25 @@ def test_the_smoke_run_prints_recall_size_and_scale() -> None:
     assert "index_build_s=" in done.stdout
     validator_kb = float(done.stdout.split("validator_kb=", 1)[1].split(",", 1)[0])
     assert validator_kb > 0  # one compiled argument validator's memory
+    assert "held-out steps                 lexical    n=" in done.stdout
+    report = json.loads(out.read_text())
+    # The target parts' figures agree with the recall table: the held-out steps are the
+    # own and readme sets' held-out steps together, and a step is found or not, so the
+    # queries found more and less often than plain make up the difference to plain.
+    table = report["recall"]["lexical"]
+    own, readme = table["steps own heldout"], table["steps readme heldout"]
+    steps = report["spread"]["held-out steps"]
+    lexical, plain = steps["lexical"], steps["plain"]
+    assert lexical["queries"] == own["queries"] + readme["queries"]
+    pooled = (own["recall@5"] * own["queries"] + readme["recall@5"] * readme["queries"]) / lexical["queries"]
+    assert abs(lexical["recall@5"] - pooled) < 0.002
+    assert lexical["low"] < lexical["recall@5"] < lexical["high"]
+    versus = lexical["against plain"]
+    difference = (versus["gained"] - versus["lost"]) / lexical["queries"]
+    assert abs(lexical["recall@5"] - plain["recall@5"] - difference) < 0.002
+    assert 0 < versus["p"] <= 1
+    tasks = report["spread"]["held-out whole tasks (readme)"]["lexical"]
+    assert tasks["recall@5"] == report["recall"]["lexical"]["tasks readme heldout"]["recall@5"]
 
 
 def test_the_fusion_s_depth_is_compared_when_asked(tmp_path: Path) -> None:

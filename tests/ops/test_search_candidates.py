@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 BENCH = Path(__file__).resolve().parents[2] / "ops" / "bench" / "search"
 sys.path.insert(0, str(BENCH))
 # The benchmark's folder is no package (and not type-checked): its modules by name.
@@ -45,3 +47,23 @@ def test_a_capped_index_counts_a_term_once_in_the_capped_fields_only() -> None:
                 assert kept[:1] + kept[2:] == counts[:1] + counts[2:]
                 repeated += counts[1] > 1
     assert repeated  # the catalog has descriptions that repeat a word
+
+
+def test_held_out_figures_compare_each_candidate_with_the_search_query_by_query(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert candidates.main(["--heldout", "--only", "as it is", "--only", "before: no name bonus"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    same = next(line for line in lines if line.startswith("as it is "))
+    assert same.endswith("vs as it is: +0 -0 p=1.0")
+    before = next(line for line in lines if line.startswith("before: no name bonus"))
+    counts = before.split("vs as it is: ", 1)[1]
+    gained, lost = (int(part[1:]) for part in counts.split()[:2])
+    steps = [float(line.split("heldout steps ", 1)[1].split()[0]) for line in (same, before)]
+    _catalog, _index, asked = run.fixture_catalog()
+    _seed, heldout, tuning = candidates.labels.read_split()
+    held = sum(
+        1 for q in asked if q.kind == "step" and candidates.labels.part(q, heldout, tuning) == "heldout"
+    )
+    assert gained + lost > 0
+    assert abs((steps[1] - steps[0]) - (gained - lost) / held) < 0.002

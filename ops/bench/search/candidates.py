@@ -9,7 +9,9 @@ its units are cut into two folds at random (a recorded seed), and each candidate
 Recall@5 and MRR of steps and of whole tasks are printed for each fold and for both,
 so a setting chosen on one fold can be checked on the other. With `--heldout` the
 held-out part's figures of the chosen settings are printed (whole figures only, no
-query by query), to be run once a choice is made. See docs/search-evaluation.md.
+query by query), to be run once a choice is made, with how many held-out steps each
+finds more and less often than the search as it is and the sign test's p (spread.py):
+a gain of two or three steps of 79 is within chance. See docs/search-evaluation.md.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 import labels  # noqa: E402 - the benchmark's folder is no package
 import run  # noqa: E402
+import spread  # noqa: E402
 from labels import Query  # noqa: E402
 
 FOLD_SEED = 2911
@@ -780,6 +783,12 @@ def figures(rank: run.Ranker, asked: Sequence[Query]) -> str:
     )
 
 
+def against(base: Sequence[float], rank: run.Ranker, steps: Sequence[Query]) -> str:
+    """Held-out steps query by query against the search as it is (spread.py)."""
+    versus = spread.paired(base, run.found_at(rank, steps))
+    return f"  | vs as it is: +{versus.gained} -{versus.lost} p={versus.p}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -799,6 +808,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (args.only or args.like) or name in args.only or any(part in name for part in args.like)
     }
     print("Recall@5 and MRR of steps and of whole tasks")
+    base: list[float] = []  # held-out steps, query by query, as the search is
+    if args.heldout:
+        plain_catalog = catalog_for(found, {})
+        assert plain_catalog.search is not None
+        as_it_is = ranker(plain_catalog.search, {})
+        held = [q for q in run.queries(plain_catalog) if labels.part(q, heldout, tuning) == "heldout"]
+        base = run.found_at(as_it_is, [q for q in held if q.kind == "step"])
     for name, setting in chosen.items():
         if "meaning" in setting and not run.sem.installed():
             print(f"{name:<34} not run: needs the assern[semantic] extra")
@@ -820,6 +836,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 line = f"heldout {figures(rank, part)}"
                 readme = [q for q in part if q.source_set == "readme"]
                 line += f"  | readme {figures(rank, readme)}"
+                line += against(base, rank, [q for q in part if q.kind == "step"])
             else:
                 tuned = [q for q in asked if labels.part(q, heldout, tuning) == "tuning"]
                 units = sorted({q.unit for q in tuned})

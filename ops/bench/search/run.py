@@ -15,7 +15,10 @@ right tool (0 past 10); all@5 the share of queries with every need in the first 
 Figures are given per kind (tasks, steps), set (own, readme) and part of the held-out
 split (split.toml: tuning, heldout, both). Plain is textbook BM25 (plain.py), lexical
 assern's BM25F, semantic the cosine ranking alone (the `assern[semantic]` extra), fused
-both by reciprocal rank fusion (what search_tools does with the extra).
+both by reciprocal rank fusion (what search_tools does with the extra). On the parts
+the targets are read on (held-out steps, held-out whole tasks of the readme set), each
+ranking's Recall@5 also gets its 95% interval and a query-by-query comparison with
+plain BM25 (spread.py).
 `--candidates N` (repeatable) also ranks fused with each ranking offering the fusion
 its best N (assern offers `semantic.CANDIDATES`). See docs/search-evaluation.md.
 
@@ -67,6 +70,7 @@ sys.path.insert(0, str(HERE))
 
 import labels  # noqa: E402 - the benchmark's folder is no package
 import plain  # noqa: E402
+import spread  # noqa: E402
 from labels import Query  # noqa: E402
 
 KS = (1, 5, 10)
@@ -121,6 +125,11 @@ def fixture_catalog() -> tuple[Catalog, SearchIndex, list[Query]]:
 Ranker = Callable[[str], list[str]]
 
 
+def need_ranks(names: Sequence[str], query: Query) -> list[int | None]:
+    """For each need of the query, the rank of its first right tool in `names` (or None)."""
+    return [next((i for i, name in enumerate(names, start=1) if name in need), None) for need in query.needs]
+
+
 def recall(ranker: Ranker, asked: Sequence[Query]) -> dict[str, float]:
     """Recall@k: the share of the needs found in the first k (a step has one need, a
     whole task one per step; each query weighs the same), MRR the mean of 1/rank of each
@@ -129,10 +138,7 @@ def recall(ranker: Ranker, asked: Sequence[Query]) -> dict[str, float]:
     shares: dict[int, list[float]] = {k: [] for k in KS}
     reciprocal, complete = [], []
     for query in asked:
-        names = ranker(query.text)[:10]
-        ranks = [
-            next((i for i, name in enumerate(names, start=1) if name in need), None) for need in query.needs
-        ]
+        ranks = need_ranks(ranker(query.text)[:10], query)
         for k in KS:
             shares[k].append(sum(1 for r in ranks if r is not None and r <= k) / len(ranks))
         reciprocal.append(sum(1 / r for r in ranks if r is not None) / len(ranks))
@@ -143,6 +149,47 @@ def recall(ranker: Ranker, asked: Sequence[Query]) -> dict[str, float]:
     figures["all@5"] = sum(complete) / count
     figures["queries"] = len(asked)
     return {key: round(value, 3) for key, value in figures.items()}
+
+
+def found_at(ranker: Ranker, asked: Sequence[Query], k: int = 5) -> list[float]:
+    """Query by query, the share of its needs found in the first k (their mean is Recall@k)."""
+    shares = []
+    for query in asked:
+        ranks = need_ranks(ranker(query.text)[:k], query)
+        shares.append(sum(1 for r in ranks if r is not None) / len(ranks))
+    return shares
+
+
+# The parts the targets are read on (docs/search-evaluation.md, "Against the targets").
+TARGET_PARTS = {
+    "held-out steps": lambda q, part: q.kind == "step" and part == "heldout",
+    "held-out whole tasks (readme)": lambda q, part: (
+        q.kind == "task" and q.source_set == "readme" and part == "heldout"
+    ),
+}
+
+
+def spreads(answered: dict[str, Ranker], asked: Sequence[Query]) -> dict[str, dict[str, Any]]:
+    """For each target part and ranking: Recall@5, its 95% interval, and query by query
+    against plain BM25 (how many it finds more of, less of, the sign test's p)."""
+    _seed, heldout, tuning = labels.read_split()
+    figures: dict[str, dict[str, Any]] = {}
+    for title, wanted in TARGET_PARTS.items():
+        chosen = [q for q in asked if wanted(q, labels.part(q, heldout, tuning))]
+        shares = {name: found_at(ranker, chosen) for name, ranker in answered.items()}
+        figures[title] = {}
+        for name, values in shares.items():
+            low, high = spread.interval(values)
+            entry: dict[str, Any] = {
+                "queries": len(values),
+                "recall@5": round(sum(values) / max(len(values), 1), 3),
+                "low": round(low, 3),
+                "high": round(high, 3),
+            }
+            if name != "plain" and "plain" in shares:
+                entry["against plain"] = attrs.asdict(spread.paired(shares["plain"], values))
+            figures[title][name] = entry
+    return figures
 
 
 def fused_at(index: SearchIndex, semantic: sem.Semantic, candidates: int) -> Ranker:
@@ -543,9 +590,12 @@ def main() -> int:
         assert catalog.search is not None
         for count in args.candidates:
             chosen[f"fused@{count}"] = fused_at(catalog.search, semantic, count)
+    answered: dict[str, Ranker] = {}
     for name, ranker in chosen.items():
         answers = {query.text: ranker(query.text) for query in asked}  # once per query
-        report["recall"][name] = {kind: recall(answers.__getitem__, subset) for kind, subset in kinds.items()}
+        answered[name] = answers.__getitem__
+        report["recall"][name] = {kind: recall(answered[name], subset) for kind, subset in kinds.items()}
+    report["spread"] = spreads(answered, asked)
     report["size"] = sizes(found, catalog, asked)
     target = 1_000 if args.smoke else SCALE_TOOLS
     report["scale"] = scale(paths, asked, target, with_semantic=not args.smoke)
@@ -578,6 +628,16 @@ def print_report(report: dict[str, Any]) -> None:
             keys = ("recall@1", "recall@5", "recall@10", "mrr", "all@5")
             cells = " ".join(f"{figures[key]:>6.3f}" for key in keys)
             print(f"{name:<10} {kind:<20} {figures['queries']:>4} {cells}")
+    print("\nRecall@5 on the parts the targets are read on, its 95% interval (bootstrap over the")
+    print("queries), and query by query against plain BM25 (found more, found less, sign test p):")
+    for title, by_ranking in report.get("spread", {}).items():
+        for name, entry in by_ranking.items():
+            line = f"{title:<30} {name:<10} n={entry['queries']:<4} {entry['recall@5']:.3f} "
+            line += f"[{entry['low']:.3f}, {entry['high']:.3f}]"
+            if "against plain" in entry:
+                versus = entry["against plain"]
+                line += f"  +{versus['gained']} -{versus['lost']} p={versus['p']}"
+            print(line)
     print()
     for section in ("size", "scale"):
         print(f"{section}: " + ", ".join(f"{key}={value}" for key, value in report[section].items()))
