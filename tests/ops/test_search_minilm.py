@@ -35,21 +35,17 @@ def write_model(folder: Path) -> dict[str, Any]:
         "embeddings.LayerNorm.weight": 1 + rand(WIDTH),
         "embeddings.LayerNorm.bias": rand(WIDTH),
     }
+    dense = {f"attention.self.{part}": (WIDTH, WIDTH) for part in ("query", "key", "value")}
+    dense |= {"attention.output.dense": (WIDTH, WIDTH), "intermediate.dense": (INNER, WIDTH)}
+    dense |= {"output.dense": (WIDTH, INNER)}
     for i in range(LAYERS):
         p = f"encoder.layer.{i}."
-        for part in ("query", "key", "value"):
-            weights[f"{p}attention.self.{part}.weight"] = rand(WIDTH, WIDTH)
-            weights[f"{p}attention.self.{part}.bias"] = rand(WIDTH)
-        weights[f"{p}attention.output.dense.weight"] = rand(WIDTH, WIDTH)
-        weights[f"{p}attention.output.dense.bias"] = rand(WIDTH)
-        weights[f"{p}attention.output.LayerNorm.weight"] = 1 + rand(WIDTH)
-        weights[f"{p}attention.output.LayerNorm.bias"] = rand(WIDTH)
-        weights[f"{p}intermediate.dense.weight"] = rand(INNER, WIDTH)
-        weights[f"{p}intermediate.dense.bias"] = rand(INNER)
-        weights[f"{p}output.dense.weight"] = rand(WIDTH, INNER)
-        weights[f"{p}output.dense.bias"] = rand(WIDTH)
-        weights[f"{p}output.LayerNorm.weight"] = 1 + rand(WIDTH)
-        weights[f"{p}output.LayerNorm.bias"] = rand(WIDTH)
+        for part, (rows, cols) in dense.items():
+            weights[f"{p}{part}.weight"] = rand(rows, cols)
+            weights[f"{p}{part}.bias"] = rand(rows)
+        for part in ("attention.output.LayerNorm", "output.LayerNorm"):
+            weights[f"{p}{part}.weight"] = 1 + rand(WIDTH)
+            weights[f"{p}{part}.bias"] = rand(WIDTH)
     save_file(weights, str(folder / "model.safetensors"))
     config = {
         "hidden_size": WIDTH,
