@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from ops_scripts import OPS, load_script
 from safetensors.numpy import save_file
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-
-from tests.support.ops_scripts import OPS, load_script
 
 minilm: Any = load_script(OPS / "bench" / "search" / "minilm.py", "search_minilm")
 

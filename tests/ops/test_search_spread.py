@@ -7,8 +7,7 @@ import math
 from typing import Any
 
 import pytest
-
-from tests.support.ops_scripts import OPS, load_script
+from ops_scripts import OPS, load_script
 
 spread: Any = load_script(OPS / "bench" / "search" / "spread.py", "search_spread")
 
