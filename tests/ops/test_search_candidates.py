@@ -29,6 +29,7 @@ def test_a_re_ranking_at_no_weight_ranks_as_the_search_does() -> None:
         candidates.verb_object(index, 0.0, 0.0, "groups"),
         candidates.query_in_name(index, 0.0),
         candidates.ranker(candidates.capped(index, ()), {}),
+        candidates.server_named(index, 0.0, "first", 10),
     ):
         assert [rank(text) for text in texts] == as_it_is
 
@@ -67,3 +68,14 @@ def test_held_out_figures_compare_each_candidate_with_the_search_query_by_query(
     )
     assert gained + lost > 0
     assert abs((steps[1] - steps[0]) - (gained - lost) / held) < 0.002
+
+
+def test_a_query_names_a_server_by_the_first_word_of_its_name_or_all_of_them() -> None:
+    _catalog, index, _asked = run.fixture_catalog()
+    assert candidates.named_servers(index, "my Todoist tasks due this week", "first") == {"todoist"}
+    assert candidates.named_servers(index, "add it to Google", "first") == {"google_calendar", "google_maps"}
+    assert candidates.named_servers(index, "add it to Google", "all") == set()
+    assert candidates.named_servers(index, "open it in Google Maps", "all") == {"google_maps"}
+    # at a weight, a named server's tools come first, its own best added to the pool
+    first = candidates.server_named(index, 100.0, "first", 10)("my Todoist tasks due this week")
+    assert first[0].startswith("todoist_")

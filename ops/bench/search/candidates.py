@@ -130,6 +130,14 @@ CANDIDATES: dict[str, Setting] = {
     "tf once: proximity span 0.25": {"cap": (1, 2), "proximity": ("span", 0.25)},
     "tf once: proximity tp 0.1": {"cap": (1, 2), "proximity": ("tp", 0.1)},
     "name pool 40": {"NAME_POOL": 40},
+    # the fourth round, on the enlarged sets: a server the query names
+    "server named 0.25": {"server_named": (0.25, "first", 10)},
+    "server named 0.5": {"server_named": (0.5, "first", 10)},
+    "server named 1.0": {"server_named": (1.0, "first", 10)},
+    "server named 2.0": {"server_named": (2.0, "first", 10)},
+    "server named 0.5, all terms": {"server_named": (0.5, "all", 10)},
+    "server named 1.0, all terms": {"server_named": (1.0, "all", 10)},
+    "server named 0.0 (pool only)": {"server_named": (0.0, "first", 10)},
     "same first 5 letters 0.5": {"prefix": (5, 0.5)},
     "same first 6 letters 0.5": {"prefix": (6, 0.5)},
     "same first 5 letters 0.3": {"prefix": (5, 0.3)},
@@ -754,7 +762,47 @@ def query_in_name(index: SearchIndex, weight: float) -> run.Ranker:
     return reranked(index, factor)
 
 
+def named_servers(index: SearchIndex, query: str, rule: str) -> set[str]:
+    """The servers a query names: by the first term of a server's name, or all of its
+    terms ("first"); by all of them only ("all")."""
+    asked = set(index._asked(query))
+    named = set()
+    for server in index.segments:
+        terms = index.analyzer.terms(server)
+        if not terms:
+            continue
+        if set(terms) <= asked or (rule == "first" and terms[0] in asked):
+            named.add(server)
+    return named
+
+
+def server_named(index: SearchIndex, weight: float, rule: str, own: int) -> run.Ranker:
+    """A query that names a server (tasks often name the service, not the operation):
+    the best 20 by words and the named servers' own best `own`, each named server's
+    tool's score times 1 + `weight`."""
+
+    def rank(query: str) -> list[str]:
+        first, _ = index.ranked(query, limit=20)
+        named = named_servers(index, query, rule)
+        pool = dict(first)
+        for server in named:
+            for doc, score in index.ranked(query, limit=own, server=server)[0]:
+                pool.setdefault(doc, score)
+        scored = sorted(
+            (
+                (score * (1.0 + weight) if doc.server in named else score, doc.name)
+                for doc, score in pool.items()
+            ),
+            key=lambda item: (-item[0], item[1]),
+        )
+        return [name for _, name in scored[:10]]
+
+    return rank
+
+
 def ranker(index: SearchIndex, setting: Setting, catalog: Catalog | None = None) -> run.Ranker:
+    if "server_named" in setting:
+        return server_named(index, *setting["server_named"])
     if "cooccur" in setting:
         return cooccurring(index, *setting["cooccur"])
     if "in_name" in setting:
