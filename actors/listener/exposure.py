@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import mcp_types as types
 
 from assern.actors.backend.status import BackendState
 from assern.actors.listener.context import RequestContext
 from assern.actors.router.catalog import Catalog, search_sources, suggest_tools
-from assern.actors.search import meta_tools
-from assern.actors.search.index import SearchIndex
+from assern.actors.search import meta_tools, session
+from assern.actors.search.index import Found, SearchIndex
 from assern.actors.search.learned import CANDIDATES, Learned, reranked
 from assern.actors.search.meta_tools import BadArguments
 from assern.actors.search.semantic import Semantic, fused_find
@@ -54,23 +55,37 @@ def search(
     index: SearchIndex | None = None,
     semantic: Semantic | None = None,
     learned: Learned | None = None,
+    recent: str | None = None,
 ) -> types.CallToolResult:
     """`search_tools` over `index`, or over the catalog's own (search exposure); by
-    meaning too when `semantic` is given (actors/search/semantic.py); re-ranked by the
-    use counts when `learned` has any (actors/search/learned.py)."""
+    meaning too when `semantic` is given (actors/search/semantic.py); the tools of
+    `recent`, the server the connection called last, lifted (actors/search/session.py);
+    re-ranked by the use counts when `learned` has any (actors/search/learned.py)."""
     index = index or catalog.search or SearchIndex()
     try:
         request = meta_tools.search_request(arguments, sorted(catalog.servers))
     except BadArguments as exc:
         return meta_tools.error_result(str(exc))
-    limit = max(request.limit, CANDIDATES) if learned else request.limit
-    if semantic is not None:
-        found = fused_find(index, semantic, request.query, limit=limit, server=request.server)
-    else:
-        found = index.find(request.query, limit=limit, server=request.server)
-    if learned:
+    lifting = recent is not None and request.server is None and recent in catalog.servers
+    limit = max(request.limit, CANDIDATES) if learned or lifting else request.limit
+
+    def ranked(server: str | None, count: int) -> Found:
+        if semantic is not None:
+            return fused_find(index, semantic, request.query, limit=count, server=server)
+        return index.find(request.query, limit=count, server=server)
+
+    found = ranked(request.server, limit)
+    if learned or lifting:
         exact = index.exact(request.query, request.server)
-        found = reranked(found, learned, request.limit, exact)
+        if lifting:
+            assert recent is not None
+            kept = limit if learned else request.limit
+            # Fused scores come of ranks in one list: a list of one server's tools would
+            # rank its weakest match first, so by meaning only the answer's own are lifted.
+            own = ranked(recent, session.OWN) if semantic is None else attrs.evolve(found, hits=())
+            found = session.lifted(found, own, recent, kept, exact)
+        if learned:
+            found = reranked(found, learned, request.limit, exact)
     descriptions = {hit.doc.name: _description(catalog, hit.doc.name) for hit in found.hits}
     return meta_tools.search_result(
         request, found, descriptions, servers=sorted(catalog.servers), not_ready=waiting

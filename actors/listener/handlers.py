@@ -279,6 +279,7 @@ class Handlers:
                 waiting,
                 semantic=self.shared.semantic.value,
                 learned=self.shared.learned.value if learning else None,
+                recent=self._routing.last_server,
             )
             # The calls of the answer's tools are counted from now on (routing.py).
             self._routing.answered = exposure.answered(result) if learning else None

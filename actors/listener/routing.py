@@ -46,6 +46,9 @@ class Routing:
         #: the tools (server, its own name) the connection's last search answered, while
         #: searches learn from use (None otherwise: a call then does no more work)
         self.answered: frozenset[tuple[str, str]] | None = None
+        #: the server of the last call the connection made that was answered: its tools
+        #: come first among like matches in the connection's next search (session.py)
+        self.last_server: str | None = None
 
     @property
     def catalog(self) -> Catalog:
@@ -163,6 +166,8 @@ class Routing:
     def record_call(self, server: str, started: float, tool: str = "", outcome: str = "ok") -> None:
         """Count one finished call of `tool` (answered or failed) and how it ended."""
         self.shared.stats.record(server, (trio.current_time() - started) * 1000, tool, outcome)
+        if outcome == "ok":
+            self.last_server = server
         answered = self.answered
         if answered is not None and outcome == "ok" and (server, tool) in answered:
             self.shared.use.called(server, tool)  # O(1), in memory (actors/search/learned.py)
