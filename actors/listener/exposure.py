@@ -14,14 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import attrs
 import mcp_types as types
 
 from assern.actors.backend.status import BackendState
 from assern.actors.listener.context import RequestContext
 from assern.actors.router.catalog import Catalog, search_sources, suggest_tools
 from assern.actors.search import meta_tools, session
-from assern.actors.search.index import Found, SearchIndex
+from assern.actors.search.index import SearchIndex
 from assern.actors.search.learned import CANDIDATES, Learned, reranked
 from assern.actors.search.meta_tools import BadArguments
 from assern.actors.search.semantic import Semantic, fused_find
@@ -68,22 +67,15 @@ def search(
         return meta_tools.error_result(str(exc))
     lifting = recent is not None and request.server is None and recent in catalog.servers
     limit = max(request.limit, CANDIDATES) if learned or lifting else request.limit
-
-    def ranked(server: str | None, count: int) -> Found:
-        if semantic is not None:
-            return fused_find(index, semantic, request.query, limit=count, server=server)
-        return index.find(request.query, limit=count, server=server)
-
-    found = ranked(request.server, limit)
+    if semantic is not None:
+        found = fused_find(index, semantic, request.query, limit=limit, server=request.server)
+    else:
+        found = index.find(request.query, limit=limit, server=request.server)
     if learned or lifting:
         exact = index.exact(request.query, request.server)
         if lifting:
             assert recent is not None
-            kept = limit if learned else request.limit
-            # Fused scores come of ranks in one list: a list of one server's tools would
-            # rank its weakest match first, so by meaning only the answer's own are lifted.
-            own = ranked(recent, session.OWN) if semantic is None else attrs.evolve(found, hits=())
-            found = session.lifted(found, own, recent, kept, exact)
+            found = session.lifted(found, recent, limit if learned else request.limit, exact)
         if learned:
             found = reranked(found, learned, request.limit, exact)
     descriptions = {hit.doc.name: _description(catalog, hit.doc.name) for hit in found.hits}

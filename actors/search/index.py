@@ -365,6 +365,8 @@ class SearchIndex:
         bounds = [idf[term] * top for term, (_entries, top) in zip(known, postings, strict=True)]
         rest = [sum(bounds[i:]) for i in range(len(bounds))]
         scores: dict[Doc, float] = {}
+        segment = self.segments.get(server) if server is not None else None
+        own = segment.docs if segment is not None else ()
         walked = 0
         # The limit-th best score only grows as terms add to the scores: a bound under
         # the last one worked out stops the walk without working it out again.
@@ -376,8 +378,10 @@ class SearchIndex:
                 break
             term_idf = idf[term]
             if server is not None:
-                for doc, saturation in entries.items():
-                    if doc.server == server:
+                # One server's tools: walk its own (often far fewer than the term's postings).
+                for doc in own:
+                    saturation = entries.get(doc)
+                    if saturation is not None:
                         scores[doc] = scores.get(doc, 0.0) + term_idf * saturation
             elif not scores:  # the rarest term: a fresh table, built in one go
                 scores = {doc: term_idf * saturation for doc, saturation in entries.items()}

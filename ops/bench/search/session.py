@@ -6,8 +6,8 @@
 A multi-step task's steps are searched one after the other on one connection. After each
 step the agent calls a tool: the first right one in the answer's first five, else (it
 found it some other way) the step's first labelled tool; the next step's search then
-lifts that tool's server (actors/search/session.py, `lifted`, with its `SESSION_BONUS`
-and `OWN`; `--bonus` tries others). Recall@5 of the steps is printed with the server
+lifts that tool's server among the best 20 (actors/search/session.py, `lifted`, with
+its `SESSION_BONUS`; `--bonus` tries others). Recall@5 of the steps is printed with the server
 called last lifted and without, both per task (a connection per task) and over one
 connection that works through every task in a random order (five recorded orders), where
 the first step of a task is searched after the last call of another task. With
@@ -43,11 +43,10 @@ def answer(index: SearchIndex, query: str, recent: str | None, bonus: float) -> 
     """The first ten names `search_tools` answers (by words) after a call of `recent`."""
     found = index.find(query, limit=CANDIDATES)
     if recent is not None and bonus:
-        own = index.find(query, limit=session.OWN, server=recent)
         kept = session.SESSION_BONUS
         session.SESSION_BONUS = bonus
         try:
-            found = session.lifted(found, own, recent, 10, index.exact(query, None))
+            found = session.lifted(found, recent, 10, index.exact(query, None))
         finally:
             session.SESSION_BONUS = kept
     return [hit.doc.name for hit in found.hits[:10]]

@@ -106,6 +106,24 @@ def test_the_limit_and_the_server_filter() -> None:
     assert idx.find("create", server="nobody").hits == ()
 
 
+def test_a_search_of_one_server_scores_its_tools_as_the_search_of_all_does() -> None:
+    idx = index(GITHUB, FILES, SLACK)
+    checked = 0
+    for query in ("create new file", "search the code", "post a message to the channel"):
+        every = idx.find(query, limit=50).hits
+        for server in ("github", "filesystem", "slack"):
+            theirs = [hit for hit in every if hit.doc.server == server]
+            only = idx.find(query, limit=50, server=server).hits
+            assert {hit.doc.server for hit in only} <= {server}
+            if theirs:  # the server's best, scored alike, and every one the search of all found
+                assert only[0].doc.name == theirs[0].doc.name
+                scores = {hit.doc.name: hit.score for hit in only}
+                for hit in theirs:
+                    assert scores[hit.doc.name] == pytest.approx(hit.score)
+                    checked += 1
+    assert checked >= 5
+
+
 def test_weak_hits_do_not_pad_the_answer() -> None:
     found = index(GITHUB, FILES, SLACK).find("search code", limit=50)
     assert found.hits[0].doc.name == "github_search_code"

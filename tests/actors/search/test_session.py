@@ -44,8 +44,7 @@ def test_of_two_tools_that_match_alike_the_one_of_the_server_called_last_comes_f
     found = index.find("merge the pull request", limit=20)
     assert names(found)[:2] == ["github_merge_pull_request", "bitbucket_merge_pr"]
     assert found.hits[0].score > found.hits[1].score
-    own = index.find("merge the pull request", limit=session.OWN, server="bitbucket")
-    moved = session.lifted(found, own, "bitbucket", limit=2)
+    moved = session.lifted(found, "bitbucket", limit=2)
     assert names(moved) == ["bitbucket_merge_pr", "github_merge_pull_request"]
     lifted = {hit.doc.name: hit.score for hit in moved.hits}
     by_words = {hit.doc.name: hit.score for hit in found.hits}
@@ -61,32 +60,30 @@ def test_a_much_better_match_of_another_server_stays_first() -> None:
             "slack": [("post_message", "Post a message to a channel about a merge")],
         }
     )
-    query = "merge the pull request into the base branch"
+    query = "merge the pull request after a message"
     found = index.find(query, limit=20)
-    own = index.find(query, limit=session.OWN, server="slack")
-    moved = session.lifted(found, own, "slack", limit=5)
-    assert names(moved)[0] == "github_merge_pull_request"
-    assert moved.hits[0].score > 2 * moved.hits[1].score / (1 + session.SESSION_BONUS)
+    assert names(found) == ["github_merge_pull_request", "slack_post_message"]
+    assert found.hits[0].score > 2 * found.hits[1].score  # more than twice as good
+    moved = session.lifted(found, "slack", limit=5)
+    assert names(moved) == ["github_merge_pull_request", "slack_post_message"]
+    assert moved.hits[1].score == 2 * found.hits[1].score
 
 
-def test_the_server_s_own_best_join_the_candidates() -> None:
+def test_a_tool_of_that_server_beyond_the_candidates_is_not_brought_in() -> None:
     index = index_of(MERGE)
     found = index.find("merge the pull request", limit=1)  # the best of all: github's only
     assert names(found) == ["github_merge_pull_request"]
-    own = index.find("merge the pull request", limit=session.OWN, server="bitbucket")
-    assert names(session.lifted(found, own, "bitbucket", limit=1)) == ["bitbucket_merge_pr"]
+    assert names(session.lifted(found, "bitbucket", limit=1)) == ["github_merge_pull_request"]
 
 
 def test_a_tool_named_exactly_stays_first_and_a_server_with_no_match_changes_nothing() -> None:
     index = index_of(MERGE)
     query = "github_merge_pull_request"
     found = index.find(query, limit=20)
-    own = index.find(query, limit=session.OWN, server="bitbucket")
-    moved = session.lifted(found, own, "bitbucket", limit=3, exact=index.exact(query, None))
+    moved = session.lifted(found, "bitbucket", limit=3, exact=index.exact(query, None))
     assert names(moved)[0] == "github_merge_pull_request"
     found = index.find("create an issue", limit=20)
-    none = index.find("create an issue", limit=session.OWN, server="nowhere")
-    same = session.lifted(found, none, "nowhere", limit=1)
+    same = session.lifted(found, "nowhere", limit=1)
     assert names(same) == names(found)[:1]
     assert same.hits[0].score == found.hits[0].score
 
