@@ -26,6 +26,7 @@ from .test_vectors import (
     TREE,
     CountingEmbedder,
     chunk_count,
+    counted,
     file_chunk_ids,
     index,
     indexed_tree,
@@ -80,8 +81,7 @@ def test_each_vector_is_kept_beside_its_chunk_and_read_back_in_one_scan(tmp_path
 
 def test_a_deleted_chunk_leaves_memory_and_disk_and_its_vector_waits_in_the_cache(tmp_path: Path) -> None:
     root, store = indexed_tree(tmp_path)
-    embedder = CountingEmbedder()
-    vectors = Vectorizer(store, lambda dimensions: embedder)
+    embedder, vectors = counted(store)
     vectors.catch_up()
     gone = file_chunk_ids(store, "music.py")
     keys = {row[0] for row in _rows(store, f"SELECT key FROM chunk_vectors WHERE chunk_id IN {tuple(gone)}")}
@@ -232,8 +232,7 @@ def test_kill_9_while_vectors_are_written_leaves_whole_batches(tmp_path: Path) -
     rows = _rows(store, "SELECT chunk_id, length(vector) FROM chunk_vectors ORDER BY chunk_id")
     first = [row[0] for row in _rows(store, "SELECT id FROM chunks ORDER BY id LIMIT 10")]
     assert rows == [(chunk_id, 256) for chunk_id in first]
-    embedder = CountingEmbedder()
-    vectors = Vectorizer(store, lambda dimensions: embedder)
+    _embedder, vectors = counted(store)
     assert vectors.catch_up() == 20  # the next start embeds the rest
     assert len(vectors.matrix) == chunk_count(store) == 30
     store.close()

@@ -94,6 +94,18 @@ def indexed_tree(tmp_path: Path) -> tuple[Path, Store]:
     return root, store
 
 
+def counted(store: Store) -> tuple[CountingEmbedder, Vectorizer]:
+    """A vectorizer of `store` whose model is a counting embedder."""
+    embedder = CountingEmbedder()
+    return embedder, Vectorizer(store, lambda dimensions: embedder)
+
+
+def fused_server(root: Path, tmp_path: Path) -> ContextServer:
+    """A context server of `root` ranking fused (words and meaning), not watching."""
+    ranking = Ranking(mode="fused", signals=("symbol", "path", "role"), meaning=True, fusion=Fusion())
+    return ContextServer(root, ScanRules(), tmp_path / "db.sqlite3", watch=False, ranking=ranking)
+
+
 def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_path: Path) -> None:
     root, db = tmp_path / "root", tmp_path / "db.sqlite3"
     write_tree(root, TREE)
@@ -142,8 +154,7 @@ def test_an_unchanged_chunk_is_never_embedded_twice_even_after_a_restart(tmp_pat
 
 def test_the_vectors_in_memory_are_those_of_the_chunks_now(tmp_path: Path) -> None:
     _root, store = indexed_tree(tmp_path)
-    embedder = CountingEmbedder()
-    vectors = Vectorizer(store, lambda dimensions: embedder)
+    _embedder, vectors = counted(store)
     vectors.catch_up()
     # each chunk's row is the vector of its own text
     rows = store.run(lambda db: db.execute("SELECT chunks.id, files.path, symbol, text FROM chunks "
@@ -205,8 +216,7 @@ def test_the_answers_are_lexical_while_the_vectors_are_pending(tmp_path: Path) -
 async def test_the_server_embeds_in_the_background_and_answers_meanwhile(tmp_path: Path) -> None:
     root = tmp_path / "root"
     write_tree(root, TREE)
-    ranking = Ranking(mode="fused", signals=("symbol", "path", "role"), meaning=True, fusion=Fusion())
-    server = ContextServer(root, ScanRules(), tmp_path / "db.sqlite3", watch=False, ranking=ranking)
+    server = fused_server(root, tmp_path)
     assert server.vectors is not None
     embedder = CountingEmbedder()
     embedder.gate.clear()  # the model is slow: vectors stay pending
@@ -256,8 +266,7 @@ def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_pat
     write_tree(root, {**TREE, **many})
     store = Store(tmp_path / "db.sqlite3")
     index(root, store)
-    embedder = CountingEmbedder()
-    vectors = Vectorizer(store, lambda dimensions: embedder)
+    embedder, vectors = counted(store)
     assert vectors.catch_up() == 44
     assert (vectors.rows_read, vectors.loads) == (44, 1)
 
@@ -286,8 +295,7 @@ def test_after_the_first_look_only_the_chunks_the_index_changed_are_read(tmp_pat
 
 def test_a_chunk_id_reused_by_sqlite_gets_the_vector_of_its_new_text(tmp_path: Path) -> None:
     root, store = indexed_tree(tmp_path)
-    embedder = CountingEmbedder()
-    vectors = Vectorizer(store, lambda dimensions: embedder)
+    _embedder, vectors = counted(store)
     vectors.catch_up()
     # the file holding the highest chunk ids is rewritten: SQLite gives its new chunks
     # the same ids again, so the ids alone cannot tell the old vectors from the new
@@ -406,8 +414,7 @@ async def test_a_first_index_is_embedded_batch_by_batch_while_it_is_written(
         return problems
 
     monkeypatch.setattr(Indexer, "run_batch", run_batch)
-    ranking = Ranking(mode="fused", signals=("symbol", "path", "role"), meaning=True, fusion=Fusion())
-    server = ContextServer(root, ScanRules(), tmp_path / "db.sqlite3", watch=False, ranking=ranking)
+    server = fused_server(root, tmp_path)
     assert server.vectors is not None
     server.vectors._make = lambda dimensions: embedder
     try:
