@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from assern.actors.search.rescore import rescored
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -92,15 +94,9 @@ def reranked(found: Found, learned: Learned, limit: int, exact: Iterable[Doc] = 
     boost, cut to `limit`. Tools named exactly by the query stay first."""
     if not learned or not found.hits:
         return attrs.evolve(found, hits=found.hits[:limit])
-    named = set(exact)
     top = max(hit.score for hit in found.hits)
-    scored = [
-        (hit.doc in named, hit.score + top * learned.boost(hit.doc.server, hit.doc.tool), i, hit)
-        for i, hit in enumerate(found.hits)
-    ]
-    scored.sort(key=lambda item: (not item[0], -item[1], item[2]))
-    hits = tuple(attrs.evolve(hit, score=score) for _, score, _, hit in scored[:limit])
-    return attrs.evolve(found, hits=hits, reranked=True)
+    scores = [hit.score + top * learned.boost(hit.doc.server, hit.doc.tool) for hit in found.hits]
+    return rescored(found, scores, limit, exact)
 
 
 # ------------------------------------------------------------------- recording

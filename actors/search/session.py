@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from assern.actors.search.rescore import rescored
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -43,11 +45,8 @@ def lifted(found: Found, server: str, limit: int, exact: Iterable[Doc] = ()) -> 
     lift = [hit.doc.server == server and hit.coverage > 0 for hit in found.hits]
     if not any(lift):
         return attrs.evolve(found, hits=found.hits[:limit])
-    named = {doc.name for doc in exact}
-    scored = [
-        (hit.doc.name in named, hit.score * (1.0 + SESSION_BONUS) if up else hit.score, i, hit)
-        for i, (hit, up) in enumerate(zip(found.hits, lift, strict=True))
+    scores = [
+        hit.score * (1.0 + SESSION_BONUS) if up else hit.score
+        for hit, up in zip(found.hits, lift, strict=True)
     ]
-    scored.sort(key=lambda item: (not item[0], -item[1], item[2]))
-    hits = tuple(attrs.evolve(hit, score=score) for _, score, _, hit in scored[:limit])
-    return attrs.evolve(found, hits=hits, reranked=True)
+    return rescored(found, scores, limit, exact)
