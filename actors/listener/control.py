@@ -151,10 +151,12 @@ async def _search(plane: ControlPlane, command: Command) -> dict[str, Any]:
     semantic = plane.shared.semantic.value
     plane.shared.searched.set()
     learned = plane.shared.learned.value if plane.shared.learning() else None
-    doc = exposure.search_document(exposure.search_anyway(catalog, directory, arguments, semantic, learned))
-    if command.args.get("explain"):
+    after = proto.string_arg(command, "after", required=False)
+    found = exposure.search_anyway(catalog, directory, arguments, semantic, learned, after)
+    doc = exposure.search_document(found)
+    if command.args.get("explain") and not found.is_error:
         names = [tool["name"] for tool in doc.get("tools", [])]
-        doc["explain"] = explain_search(catalog, directory, arguments, names, semantic, learned)
+        doc["explain"] = explain_search(catalog, directory, arguments, names, semantic, learned, after)
     return doc
 
 

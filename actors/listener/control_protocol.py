@@ -25,7 +25,7 @@ COMMANDS: Mapping[str, str] = {
     "hello": "who this instance is: protocol, pid, project, config files, configuration fingerprint",
     "status": "the instance and every backend (docs/operations.md, for the fields)",
     "list": "the aggregated tools (of one profile's view with `profile`)",
-    "search": "the tools that best match a task: query, optional limit (1-50), server, profile and explain",
+    "search": "the tools that best match a task: query, limit (1-50), server, profile, after, explain",
     "call": "call a tool: tool, arguments (object), optional server (then tool is its own name)",
     "restart": "restart one backend: server",
     "stop": "stop one backend: server",

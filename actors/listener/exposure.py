@@ -90,16 +90,21 @@ def search_anyway(
     arguments: Mapping[str, Any] | None,
     semantic: Semantic | None = None,
     learned: Learned | None = None,
+    after: str | None = None,
 ) -> types.CallToolResult:
     """A search in any exposure (`assernctl search`): the catalog's index when it has
-    one, else one built for this search from the backends' listings."""
+    one, else one built for this search from the backends' listings; with `after`, as a
+    connection that called that server last searches (`--after`)."""
+    if after is not None and after not in catalog.servers:
+        known = ", ".join(sorted(catalog.servers)) or "none"
+        return meta_tools.error_result(f"unknown server {after!r} to search after (servers: {known})")
     index = catalog.search
     if index is None:
         listings = [
             h.listing for h in directory.values() if h.listing is not None and h.name in catalog.servers
         ]
         index = SearchIndex().updated(search_sources(listings, catalog))
-    return search(catalog, arguments, not_ready(directory, catalog), index, semantic, learned)
+    return search(catalog, arguments, not_ready(directory, catalog), index, semantic, learned, after)
 
 
 def answered(result: types.CallToolResult) -> frozenset[tuple[str, str]]:

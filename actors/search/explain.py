@@ -8,9 +8,11 @@ to the query and its rank by words and by meaning, from which the fusion's score
 (weight / (60 + rank) for each ranking it is in; semantic.py); its server (no server
 score is used in the ranking: the server's name and `instructions` count as two of the
 tool's fields, shown with the others); the share of the tool's own name the query asks
-for and the bonus that gives its score (index.py, `NAME_BONUS`); and what learning from
-use adds: how often the tool was called after a search and the share of the answer's
-best score that adds (learned.py), or that learning is off.
+for and the bonus that gives its score (index.py, `NAME_BONUS`); with `after` (a
+search as a connection that called that server last, `--after`), whether the tool is
+lifted as one of that server's (session.py, `SESSION_BONUS`) and, if not, why; and what
+learning from use adds: how often the tool was called after a search and the share of
+the answer's best score that adds (learned.py), or that learning is off.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from assern.actors.search import meta_tools
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.meta_tools import BadArguments
 from assern.actors.search.semantic import CANDIDATES, RRF_K, SEMANTIC_WEIGHT, Semantic
+from assern.actors.search.session import SESSION_BONUS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -37,9 +40,10 @@ def explain_search(
     names: Sequence[str],
     semantic: Semantic | None = None,
     learned: Learned | None = None,
+    after: str | None = None,
 ) -> dict[str, Any]:
     """The explanation of each of `names` (the tools a search answered, in its order);
-    `learned` is None when learning from use is off."""
+    `learned` is None when learning from use is off; `after`, the server called last."""
     index = catalog.search
     if index is None:  # as `assernctl search` does in any exposure
         listings = [
@@ -65,6 +69,8 @@ def explain_search(
             continue
         entry = index.explain(request.query, doc)
         entry["server"] = {"name": doc.server, "score": "not used"}
+        if after is not None:
+            entry["session"] = session_entry(doc.server, entry["coverage"], after, request.server)
         entry["learned"] = (
             None
             if learned is None
@@ -88,6 +94,20 @@ def explain_search(
             }
         explained[name] = entry
     return explained
+
+
+def session_entry(server: str, coverage: float, after: str, searched: str | None) -> dict[str, Any]:
+    """Whether a tool of `server` matching `coverage` of the query is lifted in a search
+    after a call of `after` (session.py), and why not when it is not."""
+    if searched is not None:
+        why = "the search is of one server"
+    elif server != after:
+        why = "another server"
+    elif coverage <= 0:
+        why = "it shares no word with the query"
+    else:
+        return {"after": after, "lifted": True, "factor": 1.0 + SESSION_BONUS}
+    return {"after": after, "lifted": False, "factor": 1.0, "why": why}
 
 
 def explanation_lines(name: str, entry: Mapping[str, Any]) -> list[str]:
@@ -116,6 +136,12 @@ def explanation_lines(name: str, entry: Mapping[str, Any]) -> list[str]:
     server = entry.get("server")
     if server is not None:
         lines.append(f"  server {server['name']!r}: server score not used (its name is a field above)")
+    lifted = entry.get("session")
+    if lifted is not None:
+        if lifted["lifted"]:
+            lines.append(f"  called last: {lifted['after']!r}, its tool: score x{lifted['factor']:.2f}")
+        else:
+            lines.append(f"  called last: {lifted['after']!r}, not lifted ({lifted['why']})")
     if "learned" in entry:
         learned = entry["learned"]
         if learned is None:

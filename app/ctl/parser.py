@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--fresh", action="store_true", help="start the backends anew for this search")
     search.add_argument("--profile", help="what a client of [profiles.NAME] finds")
     search.add_argument(
+        "--after", metavar="SERVER", help="search as a connection that called this server last (it is lifted)"
+    )
+    search.add_argument(
         "--explain",
         action="store_true",
         help="why each tool ranks where it does (words, fields, meaning, learned boost)",

@@ -105,9 +105,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     config, load = load_config(args)
     view = _profile(args, config)
     instance = None if args.fresh else find_instance(args)[1]
-    explain = {"explain": True} if args.explain else {}
+    extra: dict[str, Any] = {"explain": True} if args.explain else {}
+    if args.after is not None:
+        extra["after"] = args.after
     if instance is not None:
-        doc = request(instance.slot.control, "search", timeout=60.0, **query, **view, **explain)
+        doc = request(instance.slot.control, "search", timeout=60.0, **query, **view, **extra)
     else:
         from assern.actors.listener import exposure
         from assern.actors.search import learned as use
@@ -122,12 +124,13 @@ def cmd_search(args: argparse.Namespace) -> int:
 
         async def body(tree: Any) -> dict[str, Any]:
             catalog, directory = tree.views.cell(view.get("profile")).value, tree.directory.value
-            found = exposure.search_document(
-                exposure.search_anyway(catalog, directory, query, learned=counts)
-            )
-            if args.explain:
+            result = exposure.search_anyway(catalog, directory, query, learned=counts, after=args.after)
+            found = exposure.search_document(result)
+            if args.explain and not result.is_error:
                 names = [tool["name"] for tool in found.get("tools", [])]
-                found["explain"] = explain_search(catalog, directory, query, names, learned=counts)
+                found["explain"] = explain_search(
+                    catalog, directory, query, names, learned=counts, after=args.after
+                )
             return found
 
         with configure_logging(default_assern_home(environ()) / "logs", level=args.log_level):

@@ -64,3 +64,40 @@ async def test_backends_started_for_the_search_explain_it_too(
         found = await ctl_json(assern_env, "search", "--config", str(config), "--fresh", "--explain", "echo")
     assert found["tools"][0]["name"] == "alpha_echo"
     assert "echo" in {term["term"] for term in found["explain"]["alpha_echo"]["terms"]}
+
+
+async def test_a_search_after_a_call_shows_the_lift(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    # alpha and beta run the same test server: their echo tools match "return text" alike
+    config = write_config(server_table("alpha") + "\n" + server_table("beta"))
+    at = ("--config", str(config))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            session = Session(assern_env.serve(config))
+            client = await nursery.start(session.run)
+            await client.list_tools()
+
+            for server in ("alpha", "beta"):
+                found = await ctl_json(
+                    assern_env, "search", *at, "--after", server, "--explain", "return text"
+                )
+                names = [tool["name"] for tool in found["tools"]]
+                assert names[:2] == [f"{server}_echo", f"{server}_big"]
+                lift = found["explain"][f"{server}_echo"]["session"]
+                assert lift == {"after": server, "lifted": True, "factor": 2.0}
+                other = "beta" if server == "alpha" else "alpha"
+                assert found["explain"][f"{other}_echo"]["session"]["why"] == "another server"
+
+            text = await ctl(assern_env, "search", *at, "--after", "beta", "--explain", "return text")
+            assert text.returncode == 0, err(text)
+            assert "  called last: 'beta', its tool: score x2.00" in out(text).splitlines()
+
+            wrong = await ctl(assern_env, "search", *at, "--after", "gamma", "return text")
+            assert wrong.returncode == 1
+            assert "unknown server 'gamma' to search after (servers: alpha, beta)" in out(wrong) + err(wrong)
+            nursery.cancel_scope.cancel()
+
+    with trio.fail_after(60):
+        fresh = await ctl_json(assern_env, "search", *at, "--fresh", "--after", "alpha", "return text")
+    assert [tool["name"] for tool in fresh["tools"]][:2] == ["alpha_echo", "alpha_big"]

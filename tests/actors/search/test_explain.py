@@ -9,6 +9,7 @@ import attrs
 import mcp_types as types
 import pytest
 
+from assern.actors.listener import exposure
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
 from assern.actors.search import semantic as sem
 from assern.actors.search.explain import explain_search, explanation_lines
@@ -164,3 +165,41 @@ def test_with_the_meaning_the_ranks_and_the_fused_score() -> None:
     lines = explanation_lines("github_list_issues", explained["github_list_issues"])
     [line] = [line for line in lines if line.startswith("  meaning: ")]
     assert line.startswith("  meaning: similarity 1.0, rank by words 2, by meaning 1, fused ")
+
+
+def test_a_search_after_a_call_says_which_tools_are_lifted_and_why_not() -> None:
+    found = catalog()
+    arguments = {"query": "list the channels and issues"}
+    names = ["slack_list_channels", "github_list_issues", "github_create_issue"]
+    explained = explain_search(found, {}, arguments, names, after="github")
+    assert explained["github_list_issues"]["session"] == {"after": "github", "lifted": True, "factor": 2.0}
+    assert explained["slack_list_channels"]["session"] == {
+        "after": "github",
+        "lifted": False,
+        "factor": 1.0,
+        "why": "another server",
+    }
+    assert explained["github_create_issue"]["session"]["lifted"] is True  # it shares "issues"
+    # the score the search answers after a call of github: words x name bonus x lift
+    answer = exposure.search(found, arguments, [], recent="github").structured_content
+    assert answer is not None
+    for tool in answer["tools"]:
+        entry = explain_search(found, {}, arguments, [tool["name"]], after="github")[tool["name"]]
+        factor = (1 + entry["name"]["bonus"]) * entry["session"]["factor"]
+        assert entry["words_score"] * factor == pytest.approx(tool["score"], abs=0.01)
+    lines = explanation_lines("github_list_issues", explained["github_list_issues"])
+    assert "  called last: 'github', its tool: score x2.00" in lines
+    other = explanation_lines("slack_list_channels", explained["slack_list_channels"])
+    assert "  called last: 'github', not lifted (another server)" in other
+    unmatched = explain_search(found, {}, {"query": "channels"}, ["github_create_issue"], after="github")
+    assert unmatched["github_create_issue"]["session"]["why"] == "it shares no word with the query"
+    one_server = explain_search(
+        found, {}, {"query": "issues", "server": "github"}, ["github_list_issues"], after="github"
+    )
+    assert one_server["github_list_issues"]["session"]["why"] == "the search is of one server"
+    # without a server called last, no word of it
+    assert "session" not in explain_search(found, {}, arguments, names)["github_list_issues"]
+    plain = explain_search(found, {}, arguments, names)["github_list_issues"]
+    assert not any(
+        line.startswith("  called last") for line in explanation_lines("github_list_issues", plain)
+    )
