@@ -3,7 +3,8 @@ instance and from backends started for the search."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -21,17 +22,23 @@ from instances import (
 pytestmark = pytest.mark.e2e
 
 
+@asynccontextmanager
+async def serving(assern_env: AssernEnv, config: Path) -> AsyncIterator[None]:
+    """A running instance of `config` whose client has listed the tools."""
+    async with trio.open_nursery() as nursery:
+        client = await nursery.start(Session(assern_env.serve(config)).run)
+        await client.list_tools()
+        yield
+        nursery.cancel_scope.cancel()
+
+
 async def test_the_running_instance_explains_its_answer(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
     config = write_config(server_table("alpha"))
     at = ("--config", str(config))
     with trio.fail_after(40):
-        async with trio.open_nursery() as nursery:
-            session = Session(assern_env.serve(config))
-            client = await nursery.start(session.run)
-            await client.list_tools()
-
+        async with serving(assern_env, config):
             found = await ctl_json(assern_env, "search", *at, "--explain", "add", "two", "numbers")
             assert found["tools"][0]["name"] == "alpha_add"
             explained = found["explain"]["alpha_add"]
@@ -53,7 +60,6 @@ async def test_the_running_instance_explains_its_answer(
 
             plain = await ctl_json(assern_env, "search", *at, "add", "two", "numbers")
             assert "explain" not in plain
-            nursery.cancel_scope.cancel()
 
 
 async def test_backends_started_for_the_search_explain_it_too(
@@ -73,11 +79,7 @@ async def test_a_search_after_a_call_shows_the_lift(
     config = write_config(server_table("alpha") + "\n" + server_table("beta"))
     at = ("--config", str(config))
     with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            session = Session(assern_env.serve(config))
-            client = await nursery.start(session.run)
-            await client.list_tools()
-
+        async with serving(assern_env, config):
             for server in ("alpha", "beta"):
                 found = await ctl_json(
                     assern_env, "search", *at, "--after", server, "--explain", "return text"
@@ -96,7 +98,6 @@ async def test_a_search_after_a_call_shows_the_lift(
             wrong = await ctl(assern_env, "search", *at, "--after", "gamma", "return text")
             assert wrong.returncode == 1
             assert "unknown server 'gamma' to search after (servers: alpha, beta)" in out(wrong) + err(wrong)
-            nursery.cancel_scope.cancel()
 
     with trio.fail_after(60):
         fresh = await ctl_json(assern_env, "search", *at, "--fresh", "--after", "alpha", "return text")
