@@ -23,7 +23,7 @@ from assern.actors.search import meta_tools, session
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.learned import CANDIDATES, Learned, reranked
 from assern.actors.search.meta_tools import BadArguments
-from assern.actors.search.semantic import Semantic, fused_find
+from assern.actors.search.semantic import Semantic, blended_find
 
 if TYPE_CHECKING:
     from assern.actors.backend.handle import BackendHandle
@@ -68,7 +68,7 @@ def search(
     lifting = recent is not None and request.server is None and recent in catalog.servers
     limit = max(request.limit, CANDIDATES) if learned or lifting else request.limit
     if semantic is not None:
-        found = fused_find(index, semantic, request.query, limit=limit, server=request.server)
+        found = blended_find(index, semantic, request.query, limit=limit, server=request.server)
     else:
         found = index.find(request.query, limit=limit, server=request.server)
     if learned or lifting:

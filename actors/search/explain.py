@@ -3,9 +3,10 @@
 For each tool of the answer: the query's words it matches (itself or through a
 synonym), in which of its fields and how often, each word's idf and what it adds to the
 score (index.py, BM25F), whether the query named the tool exactly (it then comes first);
-with the meaning ranked too (the `assern[semantic]` extra), the tool's cosine similarity
-to the query and its rank by words and by meaning, from which the fusion's score comes
-(weight / (60 + rank) for each ranking it is in; semantic.py); its server (no server
+with the meaning weighed in too (the `assern[semantic]` extra), the tool's cosine
+similarity to the query, its rank by words and by meaning, and the factor that gives
+its score (1 + weight x similarity, semantic.py), or that the meaning alone found it
+(it then follows the tools the words found); its server (no server
 score is used in the ranking: the server's name and `instructions` count as two of the
 tool's fields, shown with the others); the share of the tool's own name the query asks
 for and the bonus that gives its score (index.py, `NAME_BONUS`); with `after` (a
@@ -23,13 +24,14 @@ from assern.actors.router.catalog import Catalog, search_sources
 from assern.actors.search import meta_tools
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.meta_tools import BadArguments
-from assern.actors.search.semantic import CANDIDATES, RRF_K, SEMANTIC_WEIGHT, Semantic
+from assern.actors.search.semantic import CANDIDATES, MEANING_WEIGHT, Semantic
 from assern.actors.search.session import SESSION_BONUS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from assern.actors.backend.handle import BackendHandle
+    from assern.actors.search.index import Doc
     from assern.actors.search.learned import Learned
 
 
@@ -56,12 +58,13 @@ def explain_search(
         return {}
     docs = {doc.name: doc for doc in index.docs()}
     by_words: dict[str, int] = {}
-    by_meaning: dict[str, tuple[int, float]] = {}
+    by_meaning: dict[str, int] = {}
+    similarity: Callable[[Doc], float | None] | None = None
     if semantic is not None:
         lexical, _ = index.ranked(request.query, limit=CANDIDATES, server=request.server)
         by_words = {doc.name: rank for rank, (doc, _) in enumerate(lexical, start=1)}
-        similar = semantic.ranked(index, request.query, request.server)
-        by_meaning = {doc.name: (rank, score) for rank, (doc, score) in enumerate(similar, start=1)}
+        similar, similarity = semantic.compared(index, request.query, request.server)
+        by_meaning = {doc.name: rank for rank, (doc, _) in enumerate(similar, start=1)}
     explained: dict[str, Any] = {}
     for name in names:
         doc = docs.get(name)
@@ -79,18 +82,15 @@ def explain_search(
                 "boost": round(learned.boost(doc.server, doc.tool), 3),
             }
         )
-        if semantic is not None:
+        if similarity is not None:
             words_rank = by_words.get(name)
-            meaning_rank, similarity = by_meaning.get(name, (None, None))
+            close = similarity(doc)
             entry["meaning"] = {
                 "words_rank": words_rank,
-                "meaning_rank": meaning_rank,
-                "similarity": None if similarity is None else round(similarity, 3),
-                "fused": round(
-                    (1.0 / (RRF_K + words_rank) if words_rank else 0.0)
-                    + (SEMANTIC_WEIGHT / (RRF_K + meaning_rank) if meaning_rank else 0.0),
-                    5,
-                ),
+                "meaning_rank": by_meaning.get(name),
+                "similarity": None if close is None else round(close, 3),
+                # found by words: its score times this; by meaning alone: after them
+                "factor": round(1.0 + MEANING_WEIGHT * (close or 0.0), 3) if words_rank else None,
             }
         explained[name] = entry
     return explained
@@ -127,10 +127,18 @@ def explanation_lines(name: str, entry: Mapping[str, Any]) -> list[str]:
         lines.append(f"  {term['term']!r}{via}: idf {term['idf']}, in {fields}, adds {term['adds']}")
     meaning = entry.get("meaning")
     if meaning is not None:
-        lines.append(
-            f"  meaning: similarity {meaning['similarity']}, rank by words {meaning['words_rank']},"
-            f" by meaning {meaning['meaning_rank']}, fused {meaning['fused']}"
-        )
+        ranks = f"rank by words {meaning['words_rank']}, by meaning {meaning['meaning_rank']}"
+        if meaning["similarity"] is None:
+            lines.append(f"  meaning: no vector yet, ranked by words alone ({ranks})")
+        elif meaning["factor"] is None:
+            lines.append(
+                f"  meaning: similarity {meaning['similarity']}, found by meaning alone:"
+                f" after the tools the words found ({ranks})"
+            )
+        else:
+            lines.append(
+                f"  meaning: similarity {meaning['similarity']}, score x{meaning['factor']:.2f} ({ranks})"
+            )
     else:
         lines.append("  meaning: not ranked (ranking by words only)")
     server = entry.get("server")

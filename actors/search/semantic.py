@@ -10,11 +10,15 @@ A text's vector is the pooled vector of its tokens: embedding a query takes abou
 
 Each tool is embedded once, keyed by its definition (`tool_key`): the vectors are
 computed in the background (semantic_actor.py), kept in `Vectors` and on disk, so a
-restart or a view with other names reuses them. A search (`fused_find`) ranks the
-index's tools by words (BM25F, index.py) and by cosine similarity, and fuses the two
-rankings by reciprocal rank fusion (Cormack, Clarke & Büttcher 2009): each tool scores
-the sum of weight / (60 + its rank) in each ranking it is in, the words weighing 1 and
-the meaning 0.5 (`SEMANTIC_WEIGHT`). A tool asked for by its exact name stays first.
+restart or a view with other names reuses them. A search (`blended_find`) ranks the
+index's tools by words (BM25F, index.py) and weighs in the meaning: each of the best
+`CANDIDATES` by words has its score times 1 + `MEANING_WEIGHT` x its cosine similarity
+to the query, so of two tools the words find alike the one closer in meaning comes
+first, while the meaning never lifts a tool the words did not find above one they did.
+When the words find fewer tools than asked for (a query of words no tool uses), the
+tools most similar in meaning follow them. A tool asked for by its exact name stays
+first. This blend replaced a reciprocal rank fusion of the two rankings, which on the
+benchmark's held-out steps ranked below the words alone (docs/search-evaluation.md).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import importlib.util
 import json
 import os
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,16 +49,13 @@ log = structlog.get_logger()
 
 #: the model's name, part of the cache file's name (another model, another cache)
 MODEL = "wordllama-l2_supercat-256"
-#: reciprocal rank fusion's constant (the value of the original paper)
-RRF_K = 60
-#: how much the semantic ranking counts in the fusion, the word ranking counting 1: the
-#: words rank better on their own on the labelled benchmark (ops/bench/search/, its
-#: first 183 queries: Recall@5 0.85 against 0.75), and at 0.5 the fusion found more than
-#: either (0.87); on tasks taken from the servers' READMEs it does not (see
-#: docs/search-evaluation.md)
-SEMANTIC_WEIGHT = 0.5
-#: how many tools each ranking offers the fusion: on the labelled benchmark 20 finds as
-#: much as 50 did (Recall@5 0.874 against 0.869, Recall@10 0.929 both) in half the time
+#: with the meaning, each of the best `CANDIDATES` tools by words scores times 1 + this x
+#: its cosine similarity to the query: chosen on the tuning part of the benchmark's
+#: labelled steps (ops/bench/search/candidates.py, 0.1 to 1.0 tried), where it found
+#: 0.708 of the steps in the first five against 0.658 for a rank fusion and 0.683 for
+#: the words alone (docs/search-evaluation.md)
+MEANING_WEIGHT = 0.5
+#: how many tools by words the meaning re-weighs, and by meaning may follow them
 CANDIDATES = 20
 #: tools less similar than this to the query are not offered by the semantic ranking
 SIMILARITY_FLOOR = 0.3
@@ -212,6 +213,9 @@ class Semantic:
         self._rows: weakref.WeakKeyDictionary[SearchIndex, tuple[list[Doc], Any, Any]] = (
             weakref.WeakKeyDictionary()
         )
+        self._rows_by_doc: weakref.WeakKeyDictionary[SearchIndex, dict[Doc, int]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def _aligned(self, index: SearchIndex) -> tuple[list[Doc], Any, Any]:
         """The index's embedded tools, their vectors (one row each, in their order), and
@@ -239,11 +243,20 @@ class Semantic:
 
     def ranked(self, index: SearchIndex, query: str, server: str | None) -> list[tuple[Doc, float]]:
         """The index's tools most similar to `query`, most similar first."""
+        return self.compared(index, query, server)[0]
+
+    def compared(
+        self, index: SearchIndex, query: str, server: str | None
+    ) -> tuple[list[tuple[Doc, float]], Callable[[Doc], float | None]]:
+        """The index's best `CANDIDATES` tools by similarity to `query` (at least
+        `SIMILARITY_FLOOR`), most similar first, and each tool's similarity (None for a
+        tool without a vector yet; -1 for another server's, when `server` is given); the
+        query is embedded once. With no vector at all, nothing (and None for every tool)."""
         import numpy as np
 
         docs, matrix, servers = self._aligned(index)
         if not docs:
-            return []
+            return [], lambda _doc: None
         wanted = self.embedder.embed([query])[0]
         similarity = matrix @ wanted
         if server is not None:
@@ -251,44 +264,55 @@ class Semantic:
         count = min(CANDIDATES, len(docs))
         best = np.argpartition(-similarity, count - 1)[:count]
         best = best[np.argsort(-similarity[best], kind="stable")]
-        return [(docs[i], float(similarity[i])) for i in best if similarity[i] >= SIMILARITY_FLOOR]
+        ranked = [(docs[i], float(similarity[i])) for i in best if similarity[i] >= SIMILARITY_FLOOR]
+        rows = self._row_of(index)
+
+        def of(doc: Doc) -> float | None:
+            row = rows.get(doc)
+            return None if row is None else float(similarity[row])
+
+        return ranked, of
+
+    def _row_of(self, index: SearchIndex) -> dict[Doc, int]:
+        """Each embedded tool's row in `_aligned`'s matrix; worked out once per index."""
+        found = self._rows_by_doc.get(index)
+        if found is None:
+            docs, _, _ = self._aligned(index)
+            found = self._rows_by_doc[index] = {doc: row for row, doc in enumerate(docs)}
+        return found
 
 
-def fuse(
-    rankings: Sequence[Sequence[Doc]], weights: Sequence[float] | None = None, k: int = RRF_K
-) -> list[tuple[Doc, float]]:
-    """Weighted reciprocal rank fusion: each doc scores the sum of weight / (k + rank) over
-    the rankings it is in (every weight 1 when none are given)."""
-    scores: dict[Doc, float] = {}
-    for index, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[index]
-        for rank, doc in enumerate(ranking, start=1):
-            scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda item: (-item[1], item[0].name))
-
-
-def fused_find(
+def blended_find(
     index: SearchIndex, semantic: Semantic, query: str, *, limit: int = 8, server: str | None = None
 ) -> Found:
-    """`index.find` with the semantic ranking fused in (see the module's docstring)."""
+    """`index.find` with the meaning weighed in (see the module's docstring)."""
     from assern.actors.search.index import Found, Hit
 
     lexical, unknown = index.ranked(query, limit=CANDIDATES, server=server)
     total = index.searched(server)
-    similar = semantic.ranked(index, query, server)
+    similar, similarity = semantic.compared(index, query, server)
     cover = index.coverage(query, server)
-    if not similar:
-        hits = tuple(Hit(doc=doc, score=score, coverage=cover(doc)) for doc, score in lexical[:limit])
-        return Found(hits=hits, total=total, unknown=unknown)
-    fused = fuse([[doc for doc, _ in lexical], [doc for doc, _ in similar]], (1.0, SEMANTIC_WEIGHT))
-    exact = index.exact(query.strip(), server)
-    if exact:
-        fused = [(doc, 1.0) for doc in exact] + [(doc, score) for doc, score in fused if doc not in exact]
-    # Only the tools the words ranked are said to match words (one the meaning alone
-    # found counts 0), and only the hits shown have their share worked out.
-    by_words = {doc for doc, _ in lexical}
-    hits = tuple(
-        Hit(doc=doc, score=score, coverage=cover(doc) if doc in by_words else 0.0)
-        for doc, score in fused[:limit]
+    if not semantic.covers(index):  # no tool has its vector yet: the words alone
+        alone = tuple(Hit(doc=doc, score=score, coverage=cover(doc)) for doc, score in lexical[:limit])
+        return Found(hits=alone, total=total, unknown=unknown)
+    exact = set(index.exact(query.strip(), server))
+    blended = sorted(
+        (
+            (doc not in exact, -score * (1.0 + MEANING_WEIGHT * (similarity(doc) or 0.0)), i, doc)
+            for i, (doc, score) in enumerate(lexical)
+        ),
+        key=lambda item: item[:3],
     )
-    return Found(hits=hits, total=total, unknown=unknown, similarity=similar[0][1])
+    hits = [Hit(doc=doc, score=-negative, coverage=cover(doc)) for _, negative, _, doc in blended[:limit]]
+    # The words found too few: the tools closest in meaning follow, each scored at most
+    # half the last by words (a tool found by meaning alone matches no word: coverage 0).
+    last = hits[-1].score / 2 if hits else 1.0
+    by_words = {doc for doc, _ in lexical}
+    for doc, close in similar:
+        if len(hits) >= limit:
+            break
+        if doc not in by_words:
+            hits.append(Hit(doc=doc, score=last * close, coverage=0.0))
+    # the best similarity (of the hits shown when none reaches the floor), for `Found.good`
+    best = similar[0][1] if similar else max((similarity(hit.doc) or 0.0 for hit in hits), default=0.0)
+    return Found(hits=tuple(hits), total=total, unknown=unknown, similarity=best)

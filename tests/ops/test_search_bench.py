@@ -123,15 +123,15 @@ def test_the_smoke_run_prints_recall_size_and_scale(tmp_path: Path) -> None:
     assert tasks["recall@5"] == report["recall"]["lexical"]["tasks readme heldout"]["recall@5"]
 
 
-def test_the_fusion_s_depth_is_compared_when_asked(tmp_path: Path) -> None:
+def test_the_blend_s_depth_is_compared_when_asked(tmp_path: Path) -> None:
     out = tmp_path / "search.json"
     argv = [sys.executable, str(BENCH / "run.py"), "--smoke", "--candidates", "20", "--candidates", "50"]
     done = subprocess.run([*argv, "--json", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     recall = json.loads(out.read_text())["recall"]
-    assert recall["fused@20"] == recall["fused"]  # assern's own depth is 20
-    assert recall["fused@50"]["all both both"]["recall@5"] > 0
-    assert "fused@50   all both both" in done.stdout
+    assert recall["blended@20"] == recall["blended"]  # assern's own depth is 20
+    assert recall["blended@50"]["all both both"]["recall@5"] > 0
+    assert "blended@50 all both both" in done.stdout
 
 
 def test_the_simulated_use_is_built_from_the_tuning_part_and_scored_held_out() -> None:

@@ -114,7 +114,7 @@ CANDIDATES: dict[str, Setting] = {
     "parameters tf once": {"cap": (2,)},
     "parameters tf once, b description 0.9": {"cap": (2,), "_B": (0.3, 0.9, 0.75, 0.0, 0.0)},
     "description, parameters tf once, b description 0.9": {"cap": (1, 2), "_B": (0.3, 0.9, 0.75, 0.0, 0.0)},
-    "fused (rank fusion, as it is)": {"meaning": "fused"},
+    "fused (rank fusion, before the blend)": {"meaning": "fused"},
     "meaning x(1 + 0.1 cos)": {"meaning": 0.1},
     "meaning x(1 + 0.2 cos)": {"meaning": 0.2},
     "meaning x(1 + 0.3 cos)": {"meaning": 0.3},
@@ -705,24 +705,26 @@ _SEMANTIC: dict[int, Any] = {}
 
 
 def meaning(index: SearchIndex, catalog: Catalog, blend: float | str | tuple[str, float]) -> run.Ranker:
-    """With the `assern[semantic]` extra: "fused" is the search's rank fusion; a number
-    w re-orders the best 20 by words by score x (1 + w x cosine similarity)."""
-    from assern.actors.search import semantic as sem
+    """With the `assern[semantic]` extra: "fused" is the rank fusion the search used
+    before the blend (run.py); a number w re-orders the best 20 by words by score x
+    (1 + w x cosine similarity), as the search now does at `semantic.MEANING_WEIGHT`."""
 
     semantic = _SEMANTIC.get(id(catalog))
     if semantic is None:
         semantic = _SEMANTIC[id(catalog)] = run.semantic_for(catalog)
     assert semantic is not None, "main() runs the meaning candidates only with the extra"
     if blend == "fused":
-        return lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+        return run.fused_ranker(index, semantic)
     if isinstance(blend, tuple):  # ("fallback", c): fused only when the words' best covers < c
         least = blend[1]
+
+        fused = run.fused_ranker(index, semantic)
 
         def fallback(query: str) -> list[str]:
             words = index.find(query, limit=10)
             if words.hits and words.hits[0].coverage >= least:
                 return [h.doc.name for h in words.hits]
-            return [h.doc.name for h in sem.fused_find(index, semantic, query, limit=10).hits]
+            return fused(query)
 
         return fallback
     docs, matrix, _servers = semantic._aligned(index)

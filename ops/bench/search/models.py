@@ -1,4 +1,5 @@
-"""Meaning models compared: recall by meaning alone and fused with the words, on the
+"""Meaning models compared: recall by meaning alone, blended with the words (as the
+search does) and fused with them (rank fusion, as it did before), on the
 tuning and the held-out part, with each model's size, load time, memory and speed.
 
     .venv/bin/python ops/bench/search/models.py                      # every model installed
@@ -142,7 +143,8 @@ def measure(name: str) -> dict[str, Any]:
     print(f"{name}: loaded, catalog embedded in {embed_s:.1f} s", file=sys.stderr, flush=True)
     rankers: dict[str, run.Ranker] = {
         "meaning": lambda q: [doc.name for doc, _ in semantic.ranked(index, q, None)],
-        "fused": lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits],
+        "blended": lambda q: [h.doc.name for h in sem.blended_find(index, semantic, q, limit=10).hits],
+        "fused": run.fused_ranker(index, semantic),
     }
     _seed, heldout, tuning = labels.read_split()
     figures: dict[str, Any] = {

@@ -4,7 +4,7 @@
     .venv/bin/python ops/bench/search/run.py --json out.json # also every figure as JSON
     .venv/bin/python ops/bench/search/run.py --smoke         # recall and a small scale run
     .venv/bin/python ops/bench/search/run.py --smoke --candidates 20 --candidates 50
-                                                             # the fusion's depth, compared
+                                                             # the blend's depth, compared
 
 Recall: the tools of the real MCP servers of fixtures/ (captured by capture.py) form
 one catalog as assern builds it; each labelled query (labels.py: queries.toml, the
@@ -14,13 +14,14 @@ task) with a right tool among the first k; MRR the mean of 1/rank of each need's
 right tool (0 past 10); all@5 the share of queries with every need in the first 5.
 Figures are given per kind (tasks, steps), set (own, readme) and part of the held-out
 split (split.toml: tuning, heldout, both). Plain is textbook BM25 (plain.py), lexical
-assern's BM25F, semantic the cosine ranking alone (the `assern[semantic]` extra), fused
-both by reciprocal rank fusion (what search_tools does with the extra). On the parts
+assern's BM25F, semantic the cosine ranking alone (the `assern[semantic]` extra),
+blended the words' best re-weighed by meaning (what search_tools does with the extra),
+fused both by reciprocal rank fusion (what it did before the blend). On the parts
 the targets are read on (held-out steps, held-out whole tasks of the readme set), each
 ranking's Recall@5 also gets its 95% interval and a query-by-query comparison with
 plain BM25 (spread.py).
-`--candidates N` (repeatable) also ranks fused with each ranking offering the fusion
-its best N (assern offers `semantic.CANDIDATES`). See docs/search-evaluation.md.
+`--candidates N` (repeatable) also ranks blended with the meaning re-weighing the best N
+by words (assern re-weighs `semantic.CANDIDATES`). See docs/search-evaluation.md.
 
 Size: the estimated tokens (views.estimate_tokens) of the full tools/list, of the
 search-exposure tools/list, and of search_tools' answers.
@@ -192,16 +193,41 @@ def spreads(answered: dict[str, Ranker], asked: Sequence[Query]) -> dict[str, di
     return figures
 
 
-def fused_at(index: SearchIndex, semantic: sem.Semantic, candidates: int) -> Ranker:
-    """The fused ranking with each ranking offering the fusion its best `candidates`."""
+def blended_at(index: SearchIndex, semantic: sem.Semantic, candidates: int) -> Ranker:
+    """The blended ranking with the meaning re-weighing the best `candidates` by words."""
 
     def rank(query: str) -> list[str]:
         kept = sem.CANDIDATES
-        sem.CANDIDATES = candidates  # read by fused_find and Semantic.ranked at each call
+        sem.CANDIDATES = candidates  # read by blended_find and Semantic.compared at each call
         try:
-            return [h.doc.name for h in sem.fused_find(index, semantic, query, limit=10).hits]
+            return [h.doc.name for h in sem.blended_find(index, semantic, query, limit=10).hits]
         finally:
             sem.CANDIDATES = kept
+
+    return rank
+
+
+#: the rank fusion the extra used before the blend: reciprocal rank fusion (Cormack,
+#: Clarke & Buettcher 2009) of the words' and the meaning's best 20, the meaning at 0.5
+RRF_K = 60
+RRF_MEANING = 0.5
+
+
+def fused_ranker(index: SearchIndex, semantic: sem.Semantic) -> Ranker:
+    """The former `search_tools` with the extra: each tool scores the sum of weight /
+    (60 + its rank) over the two rankings it is in; a tool named exactly comes first."""
+
+    def rank(query: str) -> list[str]:
+        lexical, _ = index.ranked(query, limit=sem.CANDIDATES)
+        similar = semantic.ranked(index, query, None)
+        scores: dict[str, float] = {}
+        rankings = ((1.0, [doc for doc, _ in lexical]), (RRF_MEANING, [doc for doc, _ in similar]))
+        for weight, ranking in rankings:
+            for place, doc in enumerate(ranking, start=1):
+                scores[doc.name] = scores.get(doc.name, 0.0) + weight / (RRF_K + place)
+        exact = [doc.name for doc in index.exact(query.strip(), None)]
+        fused = sorted(scores, key=lambda name: (name not in exact, -scores[name], name))
+        return fused[:10]
 
     return rank
 
@@ -228,7 +254,8 @@ def rankers(
     }
     if semantic is not None:
         rankings["semantic"] = lambda q: [doc.name for doc, _ in semantic.ranked(index, q, None)]
-        rankings["fused"] = lambda q: [h.doc.name for h in sem.fused_find(index, semantic, q, limit=10).hits]
+        rankings["blended"] = blended_at(index, semantic, sem.CANDIDATES)
+        rankings["fused"] = fused_ranker(index, semantic)
     return rankings
 
 
@@ -331,14 +358,14 @@ def scale(paths: Sequence[Path], asked: Sequence[Query], target: int, with_seman
         semantic_catalog = attrs.evolve(catalog, search=kept)
         embed_times, semantic = timed(lambda: semantic_for(semantic_catalog), 1)
         assert semantic is not None
-        fused = []
+        blended = []
         for query in asked:
             started = time.perf_counter()
-            sem.fused_find(kept, semantic, query.text)
-            fused.append(time.perf_counter() - started)
+            sem.blended_find(kept, semantic, query.text)
+            blended.append(time.perf_counter() - started)
         figures["embed_all_s"] = round(embed_times[0], 2)
-        figures["fused_query_ms_median"] = round(statistics.median(fused) * 1000, 3)
-        figures["fused_query_ms_p99"] = round(percentile(fused, 0.99) * 1000, 3)
+        figures["blended_query_ms_median"] = round(statistics.median(blended) * 1000, 3)
+        figures["blended_query_ms_p99"] = round(percentile(blended, 0.99) * 1000, 3)
     return figures
 
 
@@ -570,7 +597,7 @@ def main() -> int:
         type=int,
         action="append",
         metavar="N",
-        help="also rank fused with each ranking offering its best N (repeatable; needs the extra)",
+        help="also rank blended, the meaning re-weighing the best N by words (repeatable; needs the extra)",
     )
     args = parser.parse_args()
     paths = sorted((HERE / "fixtures").glob("*.json"))
@@ -589,7 +616,7 @@ def main() -> int:
             parser.error("--candidates needs the semantic extra (pip install 'assern[semantic]')")
         assert catalog.search is not None
         for count in args.candidates:
-            chosen[f"fused@{count}"] = fused_at(catalog.search, semantic, count)
+            chosen[f"blended@{count}"] = blended_at(catalog.search, semantic, count)
     answered: dict[str, Ranker] = {}
     for name, ranker in chosen.items():
         answers = {query.text: ranker(query.text) for query in asked}  # once per query

@@ -143,28 +143,51 @@ def test_the_server_and_the_learned_boost_are_explained() -> None:
     assert '  learned: off ([settings.search] learn = "off")' in explanation_lines("slack_post_message", off)
 
 
-def test_with_the_meaning_the_ranks_and_the_fused_score() -> None:
+def test_with_the_meaning_the_ranks_the_similarity_and_the_factor() -> None:
     np = pytest.importorskip("numpy")
     axes = {name: axis for axis, name in enumerate(sorted(catalog().tools))}
     found = catalog()
     routes = list(found.tools.items())
     keys = [sem.tool_key(route.server, route.original, route.tool) for _, route in routes]
     matrix = np.eye(len(axes), dtype=np.float32)[[axes[name] for name, _ in routes]]
-    wanted = np.eye(len(axes), dtype=np.float32)[axes["github_list_issues"]]
+    wanted = np.eye(len(axes), dtype=np.float32)[axes["slack_list_channels"]]
     semantic = sem.Semantic(ChosenMeaning(wanted), sem.Vectors.empty(len(axes)).extended(keys, matrix))
-    names = ["github_list_issues", "github_create_issue"]
-    explained = explain_search(found, {}, {"query": "create issue"}, names, semantic)
-    assert [hit.doc.name for hit in index().find("create issue").hits][:2] == names[::-1]
-    assert explained["github_list_issues"]["meaning"] == {
-        "words_rank": 2,
+    arguments = {"query": "create issue"}
+    answer = exposure.search(found, arguments, [], semantic=semantic).structured_content
+    assert answer is not None
+    names = [tool["name"] for tool in answer["tools"]]
+    # the words find github's two; the meaning alone, slack's list_channels, after them
+    assert names == ["github_create_issue", "github_list_issues", "slack_list_channels"]
+    explained = explain_search(found, {}, arguments, names, semantic)
+    assert explained["github_create_issue"]["meaning"] == {
+        "words_rank": 1,
+        "meaning_rank": None,
+        "similarity": 0.0,
+        "factor": 1.0,
+    }
+    assert explained["slack_list_channels"]["meaning"] == {
+        "words_rank": None,
         "meaning_rank": 1,
         "similarity": 1.0,
-        "fused": round(1 / 62 + sem.SEMANTIC_WEIGHT / 61, 5),
+        "factor": None,
     }
-    assert explained["github_create_issue"]["meaning"]["meaning_rank"] is None
-    lines = explanation_lines("github_list_issues", explained["github_list_issues"])
-    [line] = [line for line in lines if line.startswith("  meaning: ")]
-    assert line.startswith("  meaning: similarity 1.0, rank by words 2, by meaning 1, fused ")
+    for tool in answer["tools"][:2]:  # by words: words x name bonus x the meaning's factor
+        entry = explained[tool["name"]]
+        factor = (1 + entry["name"]["bonus"]) * entry["meaning"]["factor"]
+        assert entry["words_score"] * factor == pytest.approx(tool["score"], abs=0.01)
+    lines = explanation_lines("github_create_issue", explained["github_create_issue"])
+    assert "  meaning: similarity 0.0, score x1.00 (rank by words 1, by meaning None)" in lines
+    alone = explanation_lines("slack_list_channels", explained["slack_list_channels"])
+    assert (
+        "  meaning: similarity 1.0, found by meaning alone: after the tools the words found"
+        " (rank by words None, by meaning 1)"
+    ) in alone
+    # a tool without a vector yet says so
+    partial = sem.Semantic(ChosenMeaning(wanted), sem.Vectors.empty(len(axes)).extended(keys[:1], matrix[:1]))
+    missing = next(name for name, _ in routes[1:] if name in names[:2])
+    entry = explain_search(found, {}, arguments, [missing], partial)[missing]
+    assert entry["meaning"]["similarity"] is None
+    assert any("no vector yet" in line for line in explanation_lines(missing, entry))
 
 
 def test_a_search_after_a_call_says_which_tools_are_lifted_and_why_not() -> None:

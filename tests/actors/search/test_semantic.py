@@ -15,7 +15,7 @@ from structlog.testing import capture_logs
 from assern.actors.config.spec import Profile, Settings
 from assern.actors.router.catalog import BackendListing, Catalog, build_catalog, search_sources
 from assern.actors.search import semantic as sem
-from assern.actors.search.index import Doc, SearchIndex
+from assern.actors.search.index import SearchIndex
 from assern.actors.search.semantic_actor import SemanticActor
 from assern.supervisor.cell import Cell
 
@@ -112,18 +112,6 @@ def test_an_unreadable_cache_is_an_empty_one(tmp_path: Path) -> None:
     assert logs[0]["event"] == "embedding_cache_unreadable"
 
 
-def test_reciprocal_rank_fusion() -> None:
-    a, b, c = (Doc(name=n, server="s", tool=n, lengths=()) for n in "abc")
-    fused = sem.fuse([[a, b], [b, c]], k=60)
-    assert [doc.name for doc, _ in fused] == ["b", "a", "c"]
-    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
-    assert fused[1][1] == pytest.approx(1 / 61)
-    weighted = sem.fuse([[a, b], [c, b]], weights=(1.0, 0.5), k=60)
-    assert [doc.name for doc, _ in weighted] == ["b", "a", "c"]
-    assert weighted[0][1] == pytest.approx(1 / 62 + 0.5 / 62)
-    assert weighted[2][1] == pytest.approx(0.5 / 61)
-
-
 def test_meaning_finds_a_tool_the_words_miss(embedder: sem.Embedder) -> None:
     catalog = catalog_of(LISTINGS)
     assert catalog.search is not None
@@ -131,13 +119,13 @@ def test_meaning_finds_a_tool_the_words_miss(embedder: sem.Embedder) -> None:
     assert semantic.covers(catalog.search) == 1.0
     query = "will it rain in Paris tomorrow"
     assert not catalog.search.find(query).good  # no word of it names the tool
-    found = sem.fused_find(catalog.search, semantic, query, limit=3)
+    found = sem.blended_find(catalog.search, semantic, query, limit=3)
     assert found.hits[0].doc.name == "weather_get_forecast"
     assert found.similarity is not None
     # by name: the exact tool first, whatever the meaning says
-    exact = sem.fused_find(catalog.search, semantic, "slack_list_channels", limit=3)
+    exact = sem.blended_find(catalog.search, semantic, "slack_list_channels", limit=3)
     assert exact.hits[0].doc.name == "slack_list_channels"
-    only = sem.fused_find(catalog.search, semantic, "send a chat message", limit=3, server="github")
+    only = sem.blended_find(catalog.search, semantic, "send a chat message", limit=3, server="github")
     assert {hit.doc.server for hit in only.hits} <= {"github"}
 
 
@@ -146,7 +134,7 @@ def test_tools_without_a_vector_yet_are_ranked_by_words(embedder: sem.Embedder) 
     assert catalog.search is not None
     partial = semantic_of(embedder, catalog_of(LISTINGS[:1]))
     assert partial.covers(catalog.search) == pytest.approx(2 / 5)
-    found = sem.fused_find(catalog.search, partial, "create an issue in the repository", limit=3)
+    found = sem.blended_find(catalog.search, partial, "create an issue in the repository", limit=3)
     assert found.hits[0].doc.name == "github_create_issue"
 
 
