@@ -51,9 +51,9 @@ async def test_an_event_stream_may_stay_quiet_while_a_post_is_held_to_the_read_t
         assert seen.reads == {"GET": None, "POST": READ_TIMEOUT}
 
 
-async def _serve(stream: trio.SocketStream, connections: list[int]) -> None:
-    """Answer each POST as the SDK's server does: an SSE stream whose end comes a
-    little after the response event."""
+async def _serve(stream: trio.SocketStream, connections: list[int], end_after: float) -> None:
+    """Answer each POST as the SDK's server does: an SSE stream whose end comes
+    `end_after` seconds after the response event."""
     connections.append(1)
     buffer = b""
     async with stream:
@@ -78,17 +78,16 @@ async def _serve(stream: trio.SocketStream, connections: list[int]) -> None:
                 + EVENT
                 + b"\r\n"
             )
-            await trio.sleep(0.01)
+            await trio.sleep(end_after)
             await stream.send_all(b"0\r\n\r\n")
 
 
 @asynccontextmanager
-async def sse_server() -> AsyncIterator[tuple[str, list[int]]]:
+async def sse_server(end_after: float = 0.01) -> AsyncIterator[tuple[str, list[int]]]:
     connections: list[int] = []
     async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            partial(trio.serve_tcp, host="127.0.0.1"), partial(_serve, connections=connections), 0
-        )
+        handler = partial(_serve, connections=connections, end_after=end_after)
+        listeners = await nursery.start(partial(trio.serve_tcp, host="127.0.0.1"), handler, 0)
         port = listeners[0].socket.getsockname()[1]
         yield f"http://127.0.0.1:{port}/mcp", connections
         nursery.cancel_scope.cancel()
@@ -113,8 +112,10 @@ async def test_posts_whose_answers_are_closed_early_share_one_connection() -> No
 
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # httpx's stream, unread
 async def test_without_it_each_such_post_opens_a_connection() -> None:
-    """Why the transport drains: httpx's own gives up the connection of a body closed unread."""
-    async with sse_server() as (url, connections):
+    """Why the transport drains: httpx's own gives up the connection of a body closed unread
+    (the stream's end comes long after the client closed it: on a busy machine a quick end
+    could be read with the event, and the connection kept)."""
+    async with sse_server(end_after=30.0) as (url, connections):
         async with httpx2.AsyncClient() as client:
             for _ in range(3):
                 await _post_and_close_early(client, url)
