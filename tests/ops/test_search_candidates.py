@@ -30,6 +30,7 @@ def test_a_re_ranking_at_no_weight_ranks_as_the_search_does() -> None:
         candidates.query_in_name(index, 0.0),
         candidates.ranker(candidates.capped(index, ()), {}),
         candidates.server_named(index, 0.0, "first", 10),
+        candidates.server_scored(index, 0.0),
     ):
         assert [rank(text) for text in texts] == as_it_is
 
@@ -79,3 +80,41 @@ def test_a_query_names_a_server_by_the_first_word_of_its_name_or_all_of_them() -
     # at a weight, a named server's tools come first, its own best added to the pool
     first = candidates.server_named(index, 100.0, "first", 10)("my Todoist tasks due this week")
     assert first[0].startswith("todoist_")
+
+
+def test_the_server_score_lifts_the_tools_of_the_server_whose_text_answers_the_query() -> None:
+    _catalog, index, _asked = run.fixture_catalog()
+    query = "the version of the Redis server"
+    words = [hit.doc.name for hit in index.find(query, limit=10).hits]
+    assert [name.split("_")[0] for name in words[1:5]] != ["redis"] * 4  # other servers' versions
+    lifted = candidates.server_scored(index, 1.0)(query)
+    assert [name.split("_")[0] for name in lifted[:5]] == ["redis"] * 5  # Redis's text answers it best
+
+
+def test_a_task_of_several_clauses_brings_each_clause_s_best() -> None:
+    _catalog, index, _asked = run.fixture_catalog()
+    split = candidates.split_task(index, 0.3)
+    one = "get the current time in Tokyo"
+    assert split(one) == [hit.doc.name for hit in index.find(one, limit=10).hits]  # one clause
+    task = "get the current time in Tokyo, then post it to the team's Slack channel"
+    clause = [hit.doc.name for hit in index.find("post it to the team's Slack channel", limit=10).hits]
+    assert clause[0] in split(task)
+    assert [p.strip() for p in candidates.CLAUSE.split(task) if p and p.strip()] == [
+        "get the current time in Tokyo",
+        "post it to the team's Slack channel",
+    ]
+
+
+def test_word_vectors_bring_in_a_word_the_query_does_not_say() -> None:
+    pytest.importorskip("wordllama")
+    _catalog, index, _asked = run.fixture_catalog()
+    query = "how far is the station"
+    assert candidates.vector_expanded(index, 3, 0.5, 0.0)(query) == [
+        hit.doc.name for hit in index.find(query, limit=10).hits
+    ]
+    words = [hit.doc.name for hit in index.find(query, limit=10).hits]
+    expanded = candidates.vector_expanded(index, 3, 0.5, 0.4)(query)
+    # "far" is near "distance" in WordLlama's vectors: the distance tools come in
+    assert "mapbox_distance_tool" not in words
+    assert "mapbox_distance_tool" in expanded
+    assert expanded[: len(words)] == words  # at a low weight, after what the words found

@@ -38,3 +38,22 @@ def test_both_parts_print_their_figures(argv: list[str], capsys: pytest.CaptureF
     assert bench.main(argv) == 0
     out = capsys.readouterr().out
     assert "bonus 0.5" in out if "--bonus" in argv else "one connection, order 5" in out
+
+
+def test_the_previous_step_s_words_carried_at_no_weight_change_nothing() -> None:
+    _catalog, index, asked = bench.run.fixture_catalog()
+    groups = bench.tasks(asked, "tuning")[:40]
+    assert bench.searched(index, groups, 1.0, carry=False, words=0.0) == bench.searched(
+        index, groups, 1.0, carry=False
+    )
+    query, before = "merge it", "open a pull request for the branch"
+    alone = bench.answer(index, query, None, 0.0)
+    carried = bench.answer(index, query, None, 0.0, before, 0.5)
+    # the previous search's words move the pull request tools up, the cells' merge down
+    assert carried.index("github_merge_pull_request") < alone.index("github_merge_pull_request")
+    assert carried.index("excel_merge_cells") > alone.index("excel_merge_cells")
+
+
+def test_the_words_candidate_prints_its_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--bonus", "1.0", "--words", "0.3"]) == 0
+    assert "words 0.3" in capsys.readouterr().out

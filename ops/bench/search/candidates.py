@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import random
 import re
 import sys
@@ -138,6 +139,15 @@ CANDIDATES: dict[str, Setting] = {
     "server named 0.5, all terms": {"server_named": (0.5, "all", 10)},
     "server named 1.0, all terms": {"server_named": (1.0, "all", 10)},
     "server named 0.0 (pool only)": {"server_named": (0.0, "first", 10)},
+    # the fifth round: which tools the words find (the ceilings, ceiling.py)
+    "server score 0.25": {"servers": 0.25},
+    "server score 0.5": {"servers": 0.5},
+    "server score 1.0": {"servers": 1.0},
+    "task split 0.3": {"split": 0.3},
+    "task split 0.5": {"split": 0.5},
+    "word vectors 3 >= 0.5 at 0.2": {"vectors": (3, 0.5, 0.2)},
+    "word vectors 3 >= 0.5 at 0.4": {"vectors": (3, 0.5, 0.4)},
+    "word vectors 3 >= 0.6 at 0.2": {"vectors": (3, 0.6, 0.2)},
     "same first 5 letters 0.5": {"prefix": (5, 0.5)},
     "same first 6 letters 0.5": {"prefix": (6, 0.5)},
     "same first 5 letters 0.3": {"prefix": (5, 0.3)},
@@ -802,7 +812,141 @@ def server_named(index: SearchIndex, weight: float, rule: str, own: int) -> run.
     return rank
 
 
+def server_scored(index: SearchIndex, weight: float) -> run.Ranker:
+    """Servers ranked as well as tools: each server one document (its tools' names and
+    descriptions, its name and instructions) ranked by BM25 (k1 1.2, b 0.75, each query
+    term by itself or its best synonym); each of the best 20 tools by words has its score
+    times 1 + `weight` x its server's score over the best server's."""
+    counts: dict[str, dict[str, int]] = {}
+    for server, segment in index.segments.items():
+        terms: dict[str, int] = {}
+        for term, entries in segment.postings.items():
+            total = sum(counts_[0] + counts_[1] for _doc, counts_ in entries)
+            total += entries[0][1][3] + entries[0][1][4]  # the server's name, its instructions
+            if total:
+                terms[term] = total
+        counts[server] = terms
+    lengths = {server: sum(terms.values()) for server, terms in counts.items()}
+    average = sum(lengths.values()) / max(len(lengths), 1)
+    df: dict[str, int] = {}
+    for terms in counts.values():
+        for term in terms:
+            df[term] = df.get(term, 0) + 1
+
+    def idf(term: str) -> float:
+        return math.log(1 + (len(counts) - df[term] + 0.5) / (df[term] + 0.5))
+
+    def servers(query: str) -> dict[str, float]:
+        scores: dict[str, float] = {}
+        for asked in index._asked(query):
+            members = index._members(asked) if asked in index.df else []
+            for server, terms in counts.items():
+                norm = 1.2 * (0.25 + 0.75 * lengths[server] / average)
+                best = max(
+                    (f * idf(m) * terms[m] * 2.2 / (terms[m] + norm) for m, f in members if m in terms),
+                    default=0.0,
+                )
+                if best:
+                    scores[server] = scores.get(server, 0.0) + best
+        return scores
+
+    def factor(query: str, first: list[tuple[ix.Doc, float]]) -> list[float]:
+        scores = servers(query)
+        top = max(scores.values(), default=0.0) or 1.0
+        return [score * (1.0 + weight * scores.get(doc.server, 0.0) / top) for doc, score in first]
+
+    return reranked(index, factor)
+
+
+#: where a task sentence is cut into its needs: punctuation and the words that join steps
+CLAUSE = re.compile(r"[,;:.!?()]|\b(?:and|then|also|after that|before|plus)\b", re.IGNORECASE)
+
+
+def split_task(index: SearchIndex, weight: float, k: int = 5) -> run.Ranker:
+    """A query of several clauses (cut at `CLAUSE`) searched whole and clause by clause,
+    the lists fused by reciprocal rank (k `k`): the whole sentence's at 1, each clause's
+    at `weight`; a query of one clause as it is."""
+
+    def rank(query: str) -> list[str]:
+        whole = [hit.doc.name for hit in index.find(query, limit=20).hits]
+        parts = [part.strip() for part in CLAUSE.split(query) if part and index._asked(part.strip())]
+        if len(parts) < 2:
+            return whole[:10]
+        scores: dict[str, float] = {}
+        lists = [(1.0, whole)] + [(weight, [h.doc.name for h in index.find(p, limit=10).hits]) for p in parts]
+        for share, names in lists:
+            for place, name in enumerate(names, start=1):
+                scores[name] = scores.get(name, 0.0) + share / (k + place)
+        return sorted(scores, key=lambda name: (-scores[name], name))[:10]
+
+    return rank
+
+
+def vector_expanded(index: SearchIndex, most: int, floor: float, weight: float) -> run.Ranker:
+    """With the extra: each query word also asks for the `most` catalog words nearest it
+    by WordLlama's vectors (cosine at least `floor`; a word of another stem), each adding
+    `weight` x cosine of its score, over every tool (it may bring in tools the words
+    alone do not find)."""
+    import numpy as np
+
+    from assern.actors.search import semantic as sem
+
+    vocabulary: dict[str, str] = {}
+    for doc in index.docs():
+        text = doc.tool + " " + ((doc.definition.description or "") if doc.definition else "")
+        for word in tx.words(text):
+            if word.isalpha() and len(word) > 2 and word not in tx.STOP_WORDS:
+                term = index.analyzer.term(word, remember=False)
+                if term and term in index.df:
+                    vocabulary.setdefault(word, term)
+    words = sorted(vocabulary)
+    embedder = sem.Embedder()
+    matrix = embedder.embed(words)
+    matrix = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+    near: dict[str, list[tuple[str, float]]] = {}
+
+    def neighbours(word: str) -> list[tuple[str, float]]:
+        found = near.get(word)
+        if found is None:
+            vector = embedder.embed([word])[0]
+            similarity = matrix @ (vector / np.linalg.norm(vector))
+            own = index.analyzer.term(word, remember=False)
+            found = []
+            for i in np.argsort(-similarity)[:50]:
+                if similarity[i] < floor or len(found) >= most:
+                    break
+                term = vocabulary[words[i]]
+                if term != own and all(term != seen for seen, _ in found):
+                    found.append((term, float(similarity[i])))
+            near[word] = found
+        return found
+
+    def rank(query: str) -> list[str]:
+        scores = dict(index.ranked(query, limit=3000)[0])
+        asked = set(index._asked(query))
+        extra: dict[str, float] = {}
+        for word in tx.words(query):
+            if word.isalpha() and len(word) > 2 and word not in tx.STOP_WORDS:
+                for term, cosine in neighbours(word):
+                    if term not in asked:
+                        extra[term] = max(extra.get(term, 0.0), weight * cosine)
+        for term, share in extra.items():
+            if not share:
+                continue
+            for doc, adds in index._concept(term)[0].items():
+                scores[doc] = scores.get(doc, 0.0) + share * adds
+        return [doc.name for doc, _ in sorted(scores.items(), key=lambda item: (-item[1], item[0].name))[:10]]
+
+    return rank
+
+
 def ranker(index: SearchIndex, setting: Setting, catalog: Catalog | None = None) -> run.Ranker:
+    if "servers" in setting:
+        return server_scored(index, setting["servers"])
+    if "split" in setting:
+        return split_task(index, setting["split"])
+    if "vectors" in setting:
+        return vector_expanded(index, *setting["vectors"])
     if "server_named" in setting:
         return server_named(index, *setting["server_named"])
     if "cooccur" in setting:
@@ -866,7 +1010,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         held = [q for q in run.queries(plain_catalog) if labels.part(q, heldout, tuning) == "heldout"]
         base = run.found_at(as_it_is, [q for q in held if q.kind == "step"])
     for name, setting in chosen.items():
-        if "meaning" in setting and not run.sem.installed():
+        if ("meaning" in setting or "vectors" in setting) and not run.sem.installed():
             print(f"{name:<34} not run: needs the assern[semantic] extra")
             continue
         with knobs(setting), contextlib.ExitStack() as stack:

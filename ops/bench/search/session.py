@@ -12,7 +12,9 @@ called last lifted and without, both per task (a connection per task) and over o
 connection that works through every task in a random order (five recorded orders), where
 the first step of a task is searched after the last call of another task. With
 `--heldout`, the held-out part, with its 95% interval and the steps found more and less
-often than without (spread.py). See docs/search-evaluation.md.
+often than without (spread.py). `--words W` (tuning part) also tries a candidate: the
+previous step's words carried into the next search at weight W. See
+docs/search-evaluation.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from assern.actors.search import session
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.learned import CANDIDATES
+from assern.actors.search.rescore import rescored
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -39,9 +42,23 @@ FOLD_SEED = 2911  # the folds of candidates.py
 ORDERS = (1, 2, 3, 4, 5)  # the seeds of the one-connection orders
 
 
-def answer(index: SearchIndex, query: str, recent: str | None, bonus: float) -> list[str]:
-    """The first ten names `search_tools` answers (by words) after a call of `recent`."""
+def answer(
+    index: SearchIndex,
+    query: str,
+    recent: str | None,
+    bonus: float,
+    before: str | None = None,
+    carry: float = 0.0,
+) -> list[str]:
+    """The first ten names `search_tools` answers (by words) after a call of `recent`;
+    with `carry`, the best 20 also scored `carry` x the share of the best score they get
+    for the connection's previous search `before` (a candidate, not what assern does)."""
     found = index.find(query, limit=CANDIDATES)
+    if before is not None and carry and found.hits:
+        earlier = dict(index.ranked(before, limit=200)[0])
+        top, best = max(earlier.values(), default=1.0), found.hits[0].score
+        scores = [hit.score + carry * best * earlier.get(hit.doc, 0.0) / top for hit in found.hits]
+        found = rescored(found, scores, CANDIDATES, index.exact(query, None))
     if recent is not None and bonus:
         kept = session.SESSION_BONUS
         session.SESSION_BONUS = bonus
@@ -63,17 +80,22 @@ def tasks(asked: Sequence[Query], part: str, units: set[str] | None = None) -> l
     return list(grouped.values())
 
 
-def searched(index: SearchIndex, groups: Sequence[list[Query]], bonus: float, carry: bool) -> list[float]:
+def searched(
+    index: SearchIndex, groups: Sequence[list[Query]], bonus: float, carry: bool, words: float = 0.0
+) -> list[float]:
     """Each step found in the first five (1.0) or not, the steps searched in order; the
-    server called last carried from task to task when `carry` (one connection)."""
+    server called last carried from task to task when `carry` (one connection); the
+    previous step's words carried at `words` (`answer`)."""
     server_of = {doc.name: doc.server for doc in index.docs()}
     shares: list[float] = []
     recent: str | None = None
     for steps in groups:
         if not carry:
             recent = None
+        before: str | None = None
         for query in steps:
-            names = answer(index, query.text, recent, bonus)[:5]
+            names = answer(index, query.text, recent, bonus, before, words)[:5]
+            before = query.text
             need = query.needs[0]
             hit = next((name for name in names if name in need), None)
             shares.append(1.0 if hit is not None else 0.0)
@@ -97,6 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--heldout", action="store_true", help="the held-out part (run once)")
     parser.add_argument("--bonus", type=float, action="append", help="bonus to try (repeatable)")
+    parser.add_argument(
+        "--words",
+        type=float,
+        action="append",
+        help="also carry the previous step's words at this weight (a candidate; tuning part, repeatable)",
+    )
     args = parser.parse_args(argv)
     _catalog, index, asked = run.fixture_catalog()
     bonuses = args.bonus or [session.SESSION_BONUS]
@@ -140,6 +168,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"bonus {bonus:<4} A {mean(per_fold[0]):.3f} B {mean(per_fold[1]):.3f} both {mean(both):.3f}"
             f"  | one connection " + " ".join(f"{value:.3f}" for value in carried)
         )
+        for words in args.words or []:
+            fold_words = [
+                searched(index, tasks(asked, "tuning", fold), bonus, carry=False, words=words)
+                for fold in folds.values()
+            ]
+            print(
+                f"bonus {bonus:<4} words {words:<4} A {mean(fold_words[0]):.3f} B {mean(fold_words[1]):.3f}"
+                f" both {mean(fold_words[0] + fold_words[1]):.3f}"
+            )
     return 0
 
 
