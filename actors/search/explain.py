@@ -25,7 +25,7 @@ from assern.actors.search import meta_tools
 from assern.actors.search.index import SearchIndex
 from assern.actors.search.meta_tools import BadArguments
 from assern.actors.search.semantic import CANDIDATES, MEANING_WEIGHT, Semantic
-from assern.actors.search.session import SESSION_BONUS
+from assern.actors.search.session import SESSION_BONUS, not_lifted
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -99,13 +99,8 @@ def explain_search(
 def session_entry(server: str, coverage: float, after: str, searched: str | None) -> dict[str, Any]:
     """Whether a tool of `server` matching `coverage` of the query is lifted in a search
     after a call of `after` (session.py), and why not when it is not."""
-    if searched is not None:
-        why = "the search is of one server"
-    elif server != after:
-        why = "another server"
-    elif coverage <= 0:
-        why = "it shares no word with the query"
-    else:
+    why = "the search is of one server" if searched is not None else not_lifted(server, coverage, after)
+    if why is None:
         return {"after": after, "lifted": True, "factor": 1.0 + SESSION_BONUS}
     return {"after": after, "lifted": False, "factor": 1.0, "why": why}
 

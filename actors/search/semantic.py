@@ -210,16 +210,20 @@ class Semantic:
     def __init__(self, embedder: Embedder, vectors: Vectors) -> None:
         self.embedder = embedder
         self.vectors = vectors
-        self._rows: weakref.WeakKeyDictionary[SearchIndex, tuple[list[Doc], Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
-        self._rows_by_doc: weakref.WeakKeyDictionary[SearchIndex, dict[Doc, int]] = (
+        self._rows: weakref.WeakKeyDictionary[SearchIndex, tuple[list[Doc], Any, Any, dict[Doc, int]]] = (
             weakref.WeakKeyDictionary()
         )
 
     def _aligned(self, index: SearchIndex) -> tuple[list[Doc], Any, Any]:
         """The index's embedded tools, their vectors (one row each, in their order), and
         their servers; worked out once per index."""
+        return self._worked_out(index)[:3]
+
+    def _row_of(self, index: SearchIndex) -> dict[Doc, int]:
+        """Each embedded tool's row in `_aligned`'s matrix."""
+        return self._worked_out(index)[3]
+
+    def _worked_out(self, index: SearchIndex) -> tuple[list[Doc], Any, Any, dict[Doc, int]]:
         found = self._rows.get(index)
         if found is None:
             import numpy as np
@@ -232,7 +236,8 @@ class Semantic:
                     docs.append(doc)
                     rows.append(row)
             matrix = self.vectors.matrix[np.array(rows, dtype=np.int64)]
-            found = (docs, matrix, np.array([doc.server for doc in docs]))
+            servers = np.array([doc.server for doc in docs])
+            found = (docs, matrix, servers, {doc: row for row, doc in enumerate(docs)})
             self._rows[index] = found
         return found
 
@@ -272,14 +277,6 @@ class Semantic:
             return None if row is None else float(similarity[row])
 
         return ranked, of
-
-    def _row_of(self, index: SearchIndex) -> dict[Doc, int]:
-        """Each embedded tool's row in `_aligned`'s matrix; worked out once per index."""
-        found = self._rows_by_doc.get(index)
-        if found is None:
-            docs, _, _ = self._aligned(index)
-            found = self._rows_by_doc[index] = {doc: row for row, doc in enumerate(docs)}
-        return found
 
 
 def blended_find(

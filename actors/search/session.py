@@ -37,12 +37,22 @@ if TYPE_CHECKING:
 SESSION_BONUS = 1.0
 
 
+def not_lifted(tool_server: str, coverage: float, server: str) -> str | None:
+    """Why a tool of `tool_server` matching `coverage` of the query is not lifted after a
+    call of `server`, or None when it is (`assernctl search --after --explain` says this)."""
+    if tool_server != server:
+        return "another server"
+    if coverage <= 0:
+        return "it shares no word with the query"
+    return None
+
+
 def lifted(found: Found, server: str, limit: int, exact: Iterable[Doc] = ()) -> Found:
     """`found` (the ranking's best, usually more than `limit`) with each tool of `server`
     scored times 1 + `SESSION_BONUS` if it shares a word with the query (one found by
     meaning alone is not lifted), best first, cut to `limit`. Tools named exactly by the
     query stay first; equal scores keep the order of `found`."""
-    lift = [hit.doc.server == server and hit.coverage > 0 for hit in found.hits]
+    lift = [not_lifted(hit.doc.server, hit.coverage, server) is None for hit in found.hits]
     if not any(lift):
         return attrs.evolve(found, hits=found.hits[:limit])
     scores = [

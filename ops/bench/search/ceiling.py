@@ -31,7 +31,7 @@ from pathlib import Path
 
 from assern.actors.router.catalog import Catalog
 from assern.actors.search import semantic as sem
-from assern.actors.search.index import SearchIndex
+from assern.actors.search.index import Doc, SearchIndex
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -48,10 +48,10 @@ def words_ranker(index: SearchIndex) -> Ranker:
     return lambda query: [hit.doc.name for hit in index.find(query, limit=DEPTH).hits]
 
 
-def shares_a_word(index: SearchIndex, query: Query) -> list[bool]:
+def shares_a_word(index: SearchIndex, query: Query, docs: dict[str, Doc] | None = None) -> list[bool]:
     """For each need of `query`: whether one of its tools shares a word (or a synonym)
-    with the query."""
-    docs = {doc.name: doc for doc in index.docs()}
+    with the query (`docs`: the index's tools by name, when already at hand)."""
+    docs = docs if docs is not None else {doc.name: doc for doc in index.docs()}
     covered = index.coverage(query.text)
     return [any(name in docs and covered(docs[name]) > 0 for name in need) for need in query.needs]
 
@@ -69,9 +69,11 @@ def share(found: Sequence[list[bool]]) -> float:
 
 def ceilings(index: SearchIndex, asked: Sequence[Query], meaning: Ranker | None = None) -> dict[str, float]:
     """The figures of the module's docstring for `asked`, each a share of needs."""
-    words = {query.text: words_ranker(index)(query.text) for query in asked}
+    by_words = words_ranker(index)
+    words = {query.text: by_words(query.text) for query in asked}
+    docs = {doc.name: doc for doc in index.docs()}
     figures = {f"words R@{k}": share([within(words[q.text], q, k) for q in asked]) for k in (5, 10, DEPTH)}
-    figures["a word shared"] = share([shares_a_word(index, q) for q in asked])
+    figures["a word shared"] = share([shares_a_word(index, q, docs) for q in asked])
     if meaning is not None:
         meant = {query.text: meaning(query.text) for query in asked}
         for k in (5, DEPTH):
