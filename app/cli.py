@@ -71,7 +71,7 @@ def _print_table(rows: Sequence[Mapping[str, str]], columns: Sequence[str]) -> N
 def _print_backend_problems(tree: Tree) -> None:
     for handle in tree.directory.value.values():
         status = handle.status
-        if status.state.value not in ("ready", "lazy"):
+        if status.state.value not in ("ready", "lazy", "dormant"):
             reason = status.last_error or status.last_exit or "not ready"
             print(f"! server '{handle.name}' is {status.state.value}: {reason}", file=sys.stderr)
 

@@ -22,6 +22,7 @@ import structlog
 import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
+from assern.actors.backend.saved_catalog import CatalogStore, catalog_folder
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
 from assern.actors.config.listen import Bind
 from assern.actors.gate.asyncio_host import AsyncioHost
@@ -164,6 +165,7 @@ class Tree:
             directory=self.directory,
             settled=self.settled,
             pids=self.pids,
+            catalogs=CatalogStore(catalog_folder(run_dir.parent)) if run_dir is not None else None,
         )
         self.config_actor = ConfigActor(
             config_recv, load=load, current=self.config, backends=self.backends_send

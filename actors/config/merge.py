@@ -160,6 +160,7 @@ def resolve_server(
         timeout=float(_value(fields, "timeout", 60.0)),
         startup_timeout=float(_value(fields, "startup_timeout", 30.0)),
         idle_timeout=_float_or_none(_value(fields, "idle_timeout", None)),
+        keep_alive=bool(_value(fields, "keep_alive", False)),
         protocol=_value(fields, "protocol", "legacy"),
         env_keys_from=env_keys_from,
     )

@@ -70,6 +70,7 @@ def server_document(spec: ServerSpec, *, reveal: bool, system_env: bool) -> dict
         "timeout": spec.timeout,
         "startup_timeout": spec.startup_timeout,
         "idle_timeout": spec.idle_timeout,
+        "keep_alive": spec.keep_alive,
         "protocol": spec.protocol,
         "restart": {
             "restart": policy.restart.value,
