@@ -22,6 +22,7 @@ import structlog
 import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
+from assern.actors.backend.pool import BackendPool, ViewBackends
 from assern.actors.backend.saved_catalog import CatalogStore, catalog_folder
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
 from assern.actors.config.listen import Bind
@@ -135,6 +136,8 @@ class Tree:
         door: FrontDoor | None = None,
         stdio_profile: str | None = None,
         http: HttpSocket | None = None,
+        pool: BackendPool | None = None,
+        label: str = "",
     ) -> None:
         self.handle_signals = handle_signals
         self.hosting = hosting
@@ -158,15 +161,27 @@ class Tree:
         self.router_send, router_recv = open_mailbox[RouterMsg](64)
         self.notes_send, notes_recv = open_mailbox[BackendNote](64)
 
-        self.backends = BackendsActor(
-            backends_recv,
-            router=self.router_send,
-            on_notification=self._note,
-            directory=self.directory,
-            settled=self.settled,
-            pids=self.pids,
-            catalogs=CatalogStore(catalog_folder(run_dir.parent)) if run_dir is not None else None,
-        )
+        self.backends: BackendsActor | ViewBackends
+        if pool is not None:  # a view of the workstation daemon: its backends are shared
+            self.backends = ViewBackends(
+                pool,
+                backends_recv,
+                label=label,
+                router=self.router_send,
+                on_notification=self._note,
+                directory=self.directory,
+                settled=self.settled,
+            )
+        else:
+            self.backends = BackendsActor(
+                backends_recv,
+                router=self.router_send,
+                on_notification=self._note,
+                directory=self.directory,
+                settled=self.settled,
+                pids=self.pids,
+                catalogs=CatalogStore(catalog_folder(run_dir.parent)) if run_dir is not None else None,
+            )
         self.config_actor = ConfigActor(
             config_recv, load=load, current=self.config, backends=self.backends_send
         )
@@ -255,7 +270,17 @@ class Tree:
             daemon=hosting.daemon,
             version=__version__,
         )
-        plane = ControlPlane(
+        return SocketService(
+            mcp=primary.mcp,
+            control=primary.control,
+            plane=self.control_plane(info),
+            lock=lambda: InstanceLock(primary.lock).hold(),
+            linger=hosting.daemon,
+        )
+
+    def control_plane(self, info: InstanceInfo) -> ControlPlane:
+        """What the control socket may see and steer of this tree."""
+        return ControlPlane(
             info=info,
             shared=self.shared,
             config=self.config,
@@ -265,13 +290,6 @@ class Tree:
             backends=self.backends_send,
             reload=self.reload_and_wait,
             shutdown=self.shutdown,
-        )
-        return SocketService(
-            mcp=primary.mcp,
-            control=primary.control,
-            plane=plane,
-            lock=lambda: InstanceLock(primary.lock).hold(),
-            linger=hosting.daemon,
         )
 
     def _stdio_closed(self) -> None:
