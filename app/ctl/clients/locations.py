@@ -221,7 +221,7 @@ def find_places(
         key=("projects", str(root), "mcpServers"),
         syntax="json",
         root=root,
-        label=f"local (this project, in {claude_file.name})",
+        label="local, this project",
     )
     user_paths = {location.path for location in user}
     ordered: list[Location] = []

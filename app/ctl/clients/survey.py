@@ -92,7 +92,7 @@ class Survey:
     notes: tuple[str, ...] = ()
 
 
-def _launches(stacks: ServerStacks) -> dict[str, tuple[str, ...]]:
+def launches_of(stacks: ServerStacks) -> dict[str, tuple[str, ...]]:
     found = {}
     for name, layers in stacks.items():
         fields: dict[str, object] = {}
@@ -118,12 +118,12 @@ def read_backends(assern_home: Path | None, cwd: Path, home: Path | None) -> Bac
     try:
         if assern_home is not None:
             source = read_global(assern_home / GLOBAL_CONFIG, required=False, home=home or cwd)
-            launches |= _launches(source.servers)
+            launches |= launches_of(source.servers)
             files += source.files
         root = find_local_root(cwd)
         if root is not None:
             local = read_local(root, home=home or cwd)
-            launches |= _launches(local.servers)
+            launches |= launches_of(local.servers)
             files += local.files
     except ConfigError as exc:
         return Backends(launches=launches, files=tuple(files), problem=str(exc))

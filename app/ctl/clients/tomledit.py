@@ -84,8 +84,8 @@ def blocks(text: str) -> list[Block]:
     return found
 
 
-def _server_blocks(text: str, name: str) -> list[Block]:
-    return [b for b in blocks(text) if b.path[:2] == (SERVERS, name)]
+def _server_blocks(text: str, name: str, parent: str) -> list[Block]:
+    return [b for b in blocks(text) if b.path[:2] == (parent, name)]
 
 
 def _drop_lines(text: str, spans: list[tuple[int, int]]) -> str:
@@ -110,51 +110,54 @@ def _expect(text: str, expected: dict[str, Any]) -> str:
     return text
 
 
-def without_server(text: str, name: str) -> str:
-    """`text` without `[mcp_servers.NAME]` and its subtables.
+def without_server(text: str, name: str, *, parent: str = SERVERS) -> str:
+    """`text` without `[PARENT.NAME]` (`[mcp_servers.NAME]`) and its subtables.
 
     Raises:
         TomlEditError: the server is defined some other way (the result would still hold it).
     """
     original = tomllib.loads(text)
-    servers = original.get(SERVERS)
+    servers = original.get(parent)
     if not isinstance(servers, dict) or name not in servers:
         return text
-    edited = _drop_lines(text, [(b.start, b.end) for b in _server_blocks(text, name)])
-    expected = {**original, SERVERS: {k: v for k, v in servers.items() if k != name}}
-    if not expected[SERVERS] and SERVERS not in tomllib.loads(edited):
-        del expected[SERVERS]
+    edited = _drop_lines(text, [(b.start, b.end) for b in _server_blocks(text, name, parent)])
+    expected = {**original, parent: {k: v for k, v in servers.items() if k != name}}
+    if not expected[parent] and parent not in tomllib.loads(edited):
+        del expected[parent]
     return _expect(edited, expected)
 
 
-def with_server(text: str, name: str, table: dict[str, Any]) -> str:
-    """`text` with `[mcp_servers.NAME]` set to `table` (replacing any such table).
+def with_server(
+    text: str, name: str, table: dict[str, Any], *, parent: str = SERVERS, comment: str | None = None
+) -> str:
+    """`text` with `[PARENT.NAME]` (`[mcp_servers.NAME]`) set to `table`, replacing any.
 
-    The table goes after the last `[mcp_servers.*]` block, else at the end of the file.
+    The table goes after the last `[PARENT.*]` block, else at the end of the file, with
+    `comment` (a `# ...` line) above it.
 
     Raises:
         TomlEditError: the result would not be the document with exactly this change.
     """
     original = tomllib.loads(text)
-    servers = original.get(SERVERS, {})
+    servers = original.get(parent, {})
     if not isinstance(servers, dict):
-        raise TomlEditError(f"`{SERVERS}` is not a table")
+        raise TomlEditError(f"`{parent}` is not a table")
     if servers.get(name) == table:
         return text
     if name in servers:
-        text = without_server(text, name)
+        text = without_server(text, name, parent=parent)
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    ours = [b for b in blocks(text) if b.path[:1] == (SERVERS,) and len(b.path) > 1]
+    ours = [b for b in blocks(text) if b.path[:1] == (parent,) and len(b.path) > 1]
     at = ours[-1].end if ours else len(lines)
     while at > 0 and not lines[at - 1].strip():
         at -= 1
-    rendered = render_table((SERVERS, name), table)
+    rendered = ("" if comment is None else f"# {comment}\n") + render_table((parent, name), table)
     before = "\n" if at > 0 else ""
     after = "\n" if at < len(lines) and lines[at].strip() else ""
     edited = "".join(lines[:at]) + before + rendered + after + "".join(lines[at:])
-    return _expect(edited, {**original, SERVERS: {**servers, name: table}})
+    return _expect(edited, {**original, parent: {**servers, name: table}})
 
 
 def _key(key: str) -> str:
