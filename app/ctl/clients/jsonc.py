@@ -120,7 +120,8 @@ class _Parser:
             return self.container("[", "]", depth)
         if char == '"':
             start = self.pos
-            return Node(start, self.pos, self.string())
+            decoded = self.string()
+            return Node(start, self.pos, decoded)
         for word, data in _WORDS.items():
             if self.text.startswith(word, self.pos):
                 start = self.pos
