@@ -133,9 +133,9 @@ class ClientWorld:
             {
               "mcpServers": {
                 "github": {
-                  "command": "npx",
-                  "args": ["-y", "@modelcontextprotocol/server-github"],
-                  "env": {"GITHUB_TOKEN": "${env:WORK_GITHUB_TOKEN}"}
+                  "command": "github-mcp-server",
+                  "args": ["stdio"],
+                  "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${env:WORK_GITHUB_TOKEN}"}
                 },
                 "linear": {
                   "url": "https://mcp.linear.app/sse"

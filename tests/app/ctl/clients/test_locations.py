@@ -10,7 +10,9 @@ HOME = Path("/home/me")
 CWD = Path("/home/me/work/app/src")
 
 
-def _paths(environ: dict[str, str], system: str, existing: set[Path] = frozenset()) -> dict[str, list[str]]:
+def _paths(
+    environ: dict[str, str], system: str, existing: frozenset[Path] = frozenset()
+) -> dict[str, list[str]]:
     places = find_places(
         environ,
         CWD,
@@ -78,7 +80,7 @@ def test_the_clients_own_variables_move_their_files() -> None:
 
 
 def test_the_nearest_project_file_wins_up_to_the_project_root() -> None:
-    found = _paths({"HOME": str(HOME)}, "linux", {Path("/home/me/work/app/src/.cursor/mcp.json")})
+    found = _paths({"HOME": str(HOME)}, "linux", frozenset({Path("/home/me/work/app/src/.cursor/mcp.json")}))
     assert found["cursor"][1] == "project:/home/me/work/app/src/.cursor/mcp.json:mcpServers"
     assert found["gemini"][1] == "project:/home/me/work/app/.gemini/settings.json:mcpServers"
 
