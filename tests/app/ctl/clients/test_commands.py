@@ -6,6 +6,7 @@ import json
 import os
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from clients_world import LITERAL_TOKEN, ClientWorld
@@ -247,3 +248,22 @@ def test_unknown_client_and_client_not_found(world: ClientWorld, capsys: pytest.
     code, _, err = run(capsys, "import", "windsurf")
     assert code == 1
     assert "not found here: windsurf" in err
+
+
+def test_a_file_the_client_writes_during_wire_is_left_as_the_client_wrote_it(
+    world: ClientWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cursor, _ = world.cursor()
+    run(capsys, "import", "cursor")
+    from assern.app.ctl.clients import wire
+    from assern.app.ctl.clients.backup import take_backup as real_backup
+
+    def client_writes_meanwhile(folder: Path, snap: Any) -> Any:
+        cursor.write_text('{"mcpServers": {}}')
+        return real_backup(folder, snap)
+
+    monkeypatch.setattr(wire, "take_backup", client_writes_meanwhile)
+    code, _, err = run(capsys, "wire", "cursor")
+    assert code == 1
+    assert "changed since it was read" in err
+    assert cursor.read_text() == '{"mcpServers": {}}'
