@@ -15,6 +15,7 @@ answers the client's `initialize` while the tree is imported in a worker thread.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -27,7 +28,7 @@ import attrs
 import structlog
 import trio
 
-from assern.actors.config.home import default_assern_home
+from assern.actors.config.home import default_assern_home, user_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
 from assern.app.ctl.render import table
@@ -315,6 +316,10 @@ def workstation_daemon(args: argparse.Namespace) -> int:
         print("assern daemon: nothing to do with ASSERN_NO_INSTANCE_SHARING set (no socket)", file=sys.stderr)
         return 2
     home = default_assern_home(env)
+    # Servers without a cwd run in the daemon's folder: the same for every start (and
+    # every project: docs/configuration.md, "Where servers run").
+    with contextlib.suppress(OSError):
+        os.chdir(user_home(env))
     try:
         claimed = claim(home, env)
     except DaemonRunning as exc:

@@ -656,3 +656,23 @@ def test_a_negative_idle_timeout_names_the_key(world: World) -> None:
 )
 def test_dormancy(own: float | None, keep_alive: bool, default: float, expected: float | None) -> None:
     assert dormancy(own, keep_alive, default) == expected
+
+
+def test_a_server_can_run_in_the_project_root_and_the_variable_reaches_no_process(world: World) -> None:
+    world.global_config(
+        """
+        [servers.files]
+        command = "f"
+        cwd = "${ASSERN_PROJECT_ROOT}"
+        args = ["--root", "${ASSERN_PROJECT_ROOT}/src"]
+
+        [servers.plain]
+        command = "p"
+        """
+    )
+    folder = world.folder("work/repo")
+    servers = world.resolve(cwd=folder).servers
+    assert servers["files"].cwd == str(folder)
+    assert servers["files"].args == ("--root", f"{folder}/src")
+    assert servers["plain"].cwd is None  # no cwd: shared by every project (docs/configuration.md)
+    assert "ASSERN_PROJECT_ROOT" not in servers["files"].env
