@@ -14,7 +14,10 @@ alike:
 - "cold": the saved lists are removed before the start (a first start ever, or after an
   upgrade): the list waits for the backends to start;
 - "warm": the saved lists of the previous start are kept: the list is answered from
-  them while the backends start.
+  them while the backends start;
+- "daemon": a workstation daemon runs (started once, before the first start of this
+  kind, in an ASSERN_HOME of its own): `assern serve` joins it, and its view of the
+  configuration is running or starts for the client (`--daemon` adds this kind).
 
 Each start ends when its client closes stdin and the process has exited. Prints the
 median and the slowest of each kind, and their ratio.
@@ -49,14 +52,20 @@ def line(message: dict[str, Any]) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def one_start(home: Path, work: Path) -> dict[str, Any]:
-    """Spawn, handshake, list; the seconds to the list's answer and what came before it."""
+def environ(home: Path, *, isolated: bool) -> dict[str, str]:
     env = {
         "HOME": str(home),
         "ASSERN_HOME": str(home / "assern"),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "ASSERN_NO_INSTANCE_SHARING": "1",
     }
+    if isolated:
+        env["ASSERN_NO_INSTANCE_SHARING"] = "1"
+    return env
+
+
+def one_start(home: Path, work: Path, *, isolated: bool = True) -> dict[str, Any]:
+    """Spawn, handshake, list; the seconds to the list's answer and what came before it."""
+    env = environ(home, isolated=isolated)
     started = time.perf_counter()
     process = subprocess.Popen(
         [assern(), "serve", "--config", str(CONFIG)],
@@ -100,18 +109,40 @@ def main() -> None:
     )
     parser.add_argument("--starts", type=int, default=8, help="starts of each kind (8)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--daemon", action="store_true", help="also time starts that join a running daemon")
     args = parser.parse_args()
-    runs: dict[str, list[dict[str, Any]]] = {"cold": [], "warm": []}
+    kinds = ("cold", "warm", "daemon") if args.daemon else ("cold", "warm")
+    runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="assern-first-list-") as tmp:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
         work.mkdir(parents=True)
         saved = home / "assern" / "cache" / "catalogs"
+        daemon_home = Path(tmp) / "daemon-home"
+        daemon = None
+        if args.daemon:
+            daemon = subprocess.Popen(
+                [assern(), "daemon"],
+                env=environ(daemon_home, isolated=False),
+                stdin=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            assert daemon.stderr is not None
+            daemon.stderr.readline()  # it listens
+            one_start(daemon_home, work, isolated=False)  # its view starts, its lists are saved
         one_start(home, work)  # a warm-up, which also saves the lists
-        for _ in range(args.starts):
-            for kind in ("cold", "warm"):
-                if kind == "cold":
-                    shutil.rmtree(saved, ignore_errors=True)
-                runs[kind].append(one_start(home, work))
+        try:
+            for _ in range(args.starts):
+                for kind in kinds:
+                    if kind == "cold":
+                        shutil.rmtree(saved, ignore_errors=True)
+                    if kind == "daemon":
+                        runs[kind].append(one_start(daemon_home, work, isolated=False))
+                    else:
+                        runs[kind].append(one_start(home, work))
+        finally:
+            if daemon is not None:
+                daemon.terminate()
+                daemon.wait(timeout=30)
     report: dict[str, Any] = {}
     for kind, found in runs.items():
         seconds = sorted(r["seconds"] for r in found)
@@ -129,6 +160,10 @@ def main() -> None:
     ratio = report["warm"]["median_ms"] / report["cold"]["median_ms"]
     report["warm_over_cold"] = round(ratio, 3)
     print(f"warm / cold (medians): {ratio:.3f}")
+    if "daemon" in report:
+        joined = report["daemon"]["median_ms"] / report["cold"]["median_ms"]
+        report["daemon_over_cold"] = round(joined, 3)
+        print(f"daemon / cold (medians): {joined:.3f}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1))
 
