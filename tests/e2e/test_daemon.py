@@ -32,6 +32,8 @@ from instances import (
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from assern.app.daemon.hello import hello_line
+
 pytestmark = pytest.mark.e2e
 __all__ = ["reap"]  # the fixture: kills what a failing test left running
 
@@ -231,3 +233,66 @@ async def test_a_client_without_a_daemon_still_gets_an_instance(assern_env: Asse
             assert "alpha_echo" in {t.name for t in (await client.list_tools()).tools}
     assert not events(assern_env, "daemon_joined")
     assert events(assern_env, "instance_primary")
+
+
+async def raw_session(path: Path, env: dict[str, str], folder: Path) -> list[str]:
+    """One client on the daemon's socket by hand: hello, initialize, tools/list; the names."""
+    stream = await trio.open_unix_socket(str(path))
+    async with stream:
+        hello = hello_line(cwd=str(folder), environ=env, config=None, project=None, profile=None)
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        await stream.send_all(
+            hello
+            + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode()
+            + b"\n"
+            + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+            + b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n'
+        )
+        buffer = b""
+        while True:
+            chunk = await stream.receive_some(65536)
+            assert chunk, "the daemon hung up"
+            buffer += chunk
+            for line in buffer.split(b"\n")[:-1]:
+                message = json.loads(line)
+                if message.get("id") == 2:
+                    return [tool["name"] for tool in message["result"]["tools"]]
+
+
+async def test_fifty_sessions_at_once_are_each_served_their_view(assern_env: AssernEnv) -> None:
+    a, b = two_projects(assern_env)
+    path = socket_dir(assern_env) / "daemon.sock"
+    found: dict[int, list[str]] = {}
+
+    async def one(index: int) -> None:
+        found[index] = await raw_session(path, assern_env.env, a if index % 2 else b)
+
+    with trio.fail_after(120):
+        async with workstation(assern_env):
+            async with trio.open_nursery() as nursery:
+                for index in range(50):
+                    nursery.start_soon(one, index)
+            doc = await ctl_json(assern_env, "status", cwd=b)
+    assert len(found) == 50
+    for index, names in found.items():
+        assert "alpha_echo" in names
+        assert ("beta_echo" in names) == bool(index % 2)
+    assert len(doc["workstation"]["views"]) == 2
+    assert len(events(assern_env, "backend_pooled")) == 2  # alpha and beta, once each
+
+
+async def test_a_project_folder_deleted_under_its_sessions_leaves_them_working(assern_env: AssernEnv) -> None:
+    a, _ = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            session = Session(serve_in(assern_env, a))
+            client = await nursery.start(session.run)
+            assert text_of(await client.call_tool("beta_echo", {"text": "before"})) == "before"
+            a.rmdir()
+            assert text_of(await client.call_tool("beta_echo", {"text": "after"})) == "after"
+            assert text_of(await client.call_tool("alpha_echo", {"text": "after"})) == "after"
+            session.leave()
