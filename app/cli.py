@@ -306,7 +306,7 @@ async def _serve_tree(
 def workstation_daemon(args: argparse.Namespace) -> int:
     """`assern daemon` with no --config, --project or --http: one daemon for every project
     and client of this `$ASSERN_HOME` (app/daemon/host.py)."""
-    from assern.app.daemon.start import DaemonRunning, claim
+    from assern.app.daemon.start import DaemonRunning, activated, claim
 
     with FullCollectionsDeferred():
         from assern.app.daemon.host import DaemonHost
@@ -321,7 +321,10 @@ def workstation_daemon(args: argparse.Namespace) -> int:
     with contextlib.suppress(OSError):
         os.chdir(user_home(env))
     try:
-        claimed = claim(home, env)
+        claimed = activated(os.environ)
+        started_by = "socket activation" if claimed is not None else "command"
+        if claimed is None:
+            claimed = claim(home, env)
     except DaemonRunning as exc:
         print(f"assern daemon: {exc}; stop it first with `assernctl shutdown`", file=sys.stderr)
         return 1
@@ -341,7 +344,7 @@ def workstation_daemon(args: argparse.Namespace) -> int:
         mcp_path=claimed.slot.mcp,
         control_path=claimed.slot.control,
         idle_exit=args.idle_exit,
-        started_by="command",
+        started_by=started_by,
     )
     trio.run(host.run)
     return 0

@@ -134,6 +134,7 @@ class BackendPool:
         self._keys: dict[str, str] = {}
         self._specs: dict[str, ServerSpec] = {}
         self._lock = trio.Lock()
+        self._closing = False
 
     # ------------------------------------------------------------------ running
 
@@ -176,10 +177,17 @@ class BackendPool:
         self._views[view.id] = view
         return view
 
+    def close(self) -> None:
+        """The daemon stops: views that leave now stop nothing (every backend stops with
+        the pool's supervisor)."""
+        self._closing = True
+
     async def leave(self, view: ViewLink) -> None:
         """The view is gone: the backends only it used are stopped."""
+        self._views.pop(view.id, None)
+        if self._closing:
+            return
         async with self._lock:
-            self._views.pop(view.id, None)
             await self._apply_union()
 
     async def apply(self, view: ViewLink, specs: Mapping[str, ServerSpec]) -> dict[str, BackendHandle]:

@@ -186,6 +186,7 @@ class DaemonHost:
     def shutdown(self, reason: str = "requested") -> None:
         """Stop taking connections, then stop every view and backend (each gracefully)."""
         log.info("daemon_stopping", reason=reason)
+        self.pool.close()
         self.mcp.withdraw()
         self.control.withdraw()
         self._cancel.cancel()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -296,3 +297,50 @@ async def test_a_project_folder_deleted_under_its_sessions_leaves_them_working(a
             assert text_of(await client.call_tool("beta_echo", {"text": "after"})) == "after"
             assert text_of(await client.call_tool("alpha_echo", {"text": "after"})) == "after"
             session.leave()
+
+
+#: What systemd does for a socket-activated service: the listening sockets as descriptors
+#: 3 and 4, LISTEN_PID naming the process that runs the daemon, then exec.
+ACTIVATE = """
+import fcntl, os, sys
+given = [fcntl.fcntl(int(fd), fcntl.F_DUPFD, 10) for fd in sys.argv[1:3]]
+for target, fd in zip((3, 4), given):
+    os.dup2(fd, target)
+    os.set_inheritable(target, True)
+os.environ["LISTEN_PID"] = str(os.getpid())
+os.environ["LISTEN_FDS"] = "2"
+os.execv(sys.argv[3], [sys.argv[3], "daemon"])
+"""
+
+
+async def test_a_socket_activated_daemon_takes_the_sockets_it_is_given(assern_env: AssernEnv) -> None:
+    from assern.actors.listener.unix_socket import bind_unix
+    from assern.app.instance import prepare_socket_directory, socket_directory
+
+    _, b = two_projects(assern_env)
+    directory = socket_directory(assern_env.assern_home, assern_env.env)
+    prepare_socket_directory(directory)
+    held = [bind_unix(directory.path / name) for name in ("daemon.sock", "daemon.ctl")]
+    try:
+        with trio.fail_after(90):
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-c", ACTIVATE, *(str(s.fileno()) for s in held), assern_command()],
+                env=assern_env.env,
+                cwd=str(assern_env.work),
+                stdin=subprocess.DEVNULL,
+                pass_fds=[s.fileno() for s in held],
+            )
+            await wait_until(lambda: events(assern_env, "daemon_starting"), limit=30)
+            async with Client(serve_in(assern_env, b), mode="legacy") as client:
+                assert text_of(await client.call_tool("alpha_echo", {"text": "given"})) == "given"
+            doc = await ctl_json(assern_env, "status", cwd=b)
+            assert doc["workstation"]["daemon"]["started_by"] == "socket activation"
+            done = await ctl(assern_env, "shutdown", cwd=b)
+            assert done.returncode == 0, done.stderr.decode()
+            await process.wait()
+        # The files are the service manager's: the daemon left them.
+        assert (directory.path / "daemon.sock").exists()
+        assert (directory.path / "daemon.ctl").exists()
+    finally:
+        for sock in held:
+            sock.close()
