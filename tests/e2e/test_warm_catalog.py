@@ -18,6 +18,7 @@ import pytest
 import trio
 from harness import AssernEnv, Wire, assern_command, server_table
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 pytestmark = pytest.mark.e2e
 
@@ -119,3 +120,28 @@ async def test_an_idle_backend_goes_dormant_stays_listed_and_wakes_on_a_call(
             assert events(assern_env, "backend_lazy_start", server="alpha")
     assert not events(assern_env, "backend_sleep", server="browser")  # keep_alive
     assert not events(assern_env, "backend_idle", server="browser")
+
+
+async def test_a_dormant_backend_that_crashes_as_a_call_wakes_it_answers_that_call_with_why(
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken"
+    config = write_config(
+        "[settings]\nidle_timeout = 1\n\n"
+        + server_table("alpha", "--crash-on-start-if", str(broken))
+        + "max_restarts = 0\n"
+    )
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="legacy") as client:
+            assert text_of(await client.call_tool("alpha_echo", {"text": "up"})) == "up"
+            await wait_for_event(assern_env, 1, "backend_sleep", server="alpha")
+            broken.touch()  # its next start crashes
+            try:
+                answer = await client.call_tool("alpha_echo", {"text": "again"})
+            except MCPError as exc:
+                why = exc.message
+            else:
+                assert answer.is_error
+                why = text_of(answer)
+    assert "alpha" in why
+    assert "exited with code 3" in why
