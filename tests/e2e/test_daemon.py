@@ -344,3 +344,29 @@ async def test_a_socket_activated_daemon_takes_the_sockets_it_is_given(assern_en
     finally:
         for sock in held:
             sock.close()
+
+
+async def test_two_projects_whose_server_differs_in_env_get_two_backends(assern_env: AssernEnv) -> None:
+    a, b = assern_env.work / "a", assern_env.work / "b"
+    a.mkdir()
+    b.mkdir()
+    (assern_env.assern_home / "config.toml").write_text(
+        server_table("alpha")
+        + 'env = { COLOUR = "blue" }\n'
+        + f'\n[projects.a]\ndirectories = ["{a}"]\n\n[projects.a.servers.alpha]\nenv = {{ COLOUR = "red" }}\n'
+    )
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            in_a, in_b = Session(serve_in(assern_env, a)), Session(serve_in(assern_env, b))
+            client_a = await nursery.start(in_a.run)
+            client_b = await nursery.start(in_b.run)
+            assert text_of(await client_a.call_tool("alpha_get_env", {"name": "COLOUR"})) == "red"
+            assert text_of(await client_b.call_tool("alpha_get_env", {"name": "COLOUR"})) == "blue"
+            pids = {text_of(await c.call_tool("alpha_get_pid", {})) for c in (client_a, client_b)}
+            assert len(pids) == 2
+            doc = await ctl_json(assern_env, "status", cwd=a)
+            names = sorted(backend["name"] for backend in doc["workstation"]["backends"])
+            assert names[0] == "alpha"
+            assert names[1].startswith("alpha~")  # the second key's pool name
+            in_a.leave()
+            in_b.leave()
