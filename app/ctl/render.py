@@ -145,7 +145,7 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
         rows = [
             [
                 s["id"],
-                _cell(s.get("client")),
+                " ".join(filter(None, [s.get("client"), s.get("client_version")])) or "-",
                 s.get("project") or "-",
                 s.get("cwd", "-"),
                 duration(s.get("connected_s")),

@@ -297,9 +297,10 @@ class DaemonHost:
         before = set(listener.connections)
 
         def client() -> tuple[str | None, str | None]:
+            """The client's name and version, as its initialize gave them."""
             for key in set(listener.connections) - before:
                 connection = listener.connections[key]
-                return connection.client_name, key
+                return connection.client_name, connection.client_version
             return None, None
 
         self.sessions[session_id] = Session(
@@ -492,11 +493,12 @@ class DaemonHost:
         now = time.time()
         sessions = []
         for session in self.sessions.values():
-            name, _ = session.client()
+            name, version = session.client()
             sessions.append(
                 {
                     "id": session.id,
                     "client": name,
+                    "client_version": version,
                     "project": session.project,
                     "view": session.view,
                     "cwd": session.cwd,

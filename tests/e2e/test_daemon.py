@@ -108,6 +108,7 @@ async def test_two_projects_share_a_backend_and_each_sees_only_its_own_servers(a
             daemon = doc["workstation"]
             assert len(daemon["sessions"]) == 2
             assert {s["project"] for s in daemon["sessions"]} == {"a", None}
+            assert all(s["client"] and s["client_version"] for s in daemon["sessions"])
             shared = {backend["name"]: backend for backend in daemon["backends"]}
             assert len(shared["alpha"]["views"]) == 2
             assert shared["alpha"]["sessions"] == 2
