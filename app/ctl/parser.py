@@ -13,6 +13,7 @@ from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
 from assern.app.ctl.common import Usage
 from assern.app.ctl.context import cmd_context
+from assern.app.ctl.doctor import cmd_doctor
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
@@ -81,6 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("action", choices=("create", "list", "revoke"))
     token.add_argument("name", nargs="?", help="the token's name (create, revoke)")
     sub.add_parser("shutdown", help="stop the running instance and wait until it is gone")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the configuration, PATH, files, sockets, the instance and its backends; changes nothing",
+        description="Check what makes assern work here, with or without a running instance, and say how "
+        "to fix what is off: one line per check (ok, warn or fail, its id, the finding, a fix: line), then "
+        "a verdict. Exit 0 with no failure, 1 with any (with --strict, warnings count), 2 for a usage error.",
+    )
+    doctor.add_argument("--strict", action="store_true", help="count warnings as failures")
+    doctor.add_argument("--server", help="look at this server alone (its command and its backend)")
     for command in sub.choices.values():
         _config_options(command)
         command.add_argument("--json", action="store_true", help="machine-readable output")
@@ -143,6 +153,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "token": cmd_token,
     "logs": cmd_logs,
     "context": cmd_context,
+    "doctor": cmd_doctor,
 }
 
 
