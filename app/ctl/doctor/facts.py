@@ -25,6 +25,7 @@ class PathFact:
         path: The path.
         kind: What it is; "unreadable" when it could not be looked at (see `error`).
         uid: Its owner.
+        gid: Its group.
         mode: Its permission bits (`stat.S_IMODE`).
         error: Why it could not be looked at.
     """
@@ -32,6 +33,7 @@ class PathFact:
     path: Path
     kind: PathKind
     uid: int | None = None
+    gid: int | None = None
     mode: int | None = None
     error: str | None = None
 
@@ -136,6 +138,8 @@ class Facts:
     Attributes:
         version: The installed assern's version (today's build identity).
         uid: Our user id.
+        own_group: Our primary group when it is ours alone (a user private group: named
+            after us, no other member), whose permission bits give nobody else access.
         flags: The `--config PATH` / `--project NAME` given, to repeat in fix commands.
         server: `--server NAME`: the per-server checks look at that server alone.
         cwd: The working folder the configuration was resolved from.
@@ -161,6 +165,7 @@ class Facts:
 
     version: str
     uid: int
+    own_group: int | None = None
     flags: tuple[str, ...] = ()
     server: str | None = None
     cwd: Path

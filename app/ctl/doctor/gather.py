@@ -8,8 +8,10 @@ asked `/healthz`. Each answer that does not come is kept as a fact, never raised
 
 from __future__ import annotations
 
+import grp
 import http.client
 import os
+import pwd
 import shutil
 import socket
 import ssl
@@ -75,7 +77,7 @@ def path_fact(path: Path, *, follow: bool = False) -> PathFact:
         kind = "socket"
     elif stat.S_ISREG(mode):
         kind = "file"
-    return PathFact(path=path, kind=kind, uid=info.st_uid, mode=stat.S_IMODE(mode))
+    return PathFact(path=path, kind=kind, uid=info.st_uid, gid=info.st_gid, mode=stat.S_IMODE(mode))
 
 
 def run_paths(directory: Path, *, fallback: bool) -> tuple[PathFact, ...]:
@@ -102,6 +104,17 @@ def home_paths(assern_home: Path, config: ResolvedConfig | None) -> tuple[PathFa
     """`$ASSERN_HOME`, then every file of `config` (symlinks followed)."""
     files = config.files if config is not None else ()
     return (path_fact(assern_home, follow=True), *(path_fact(path, follow=True) for path in files))
+
+
+def own_group() -> int | None:
+    """Our primary group when nobody else is in it (a user private group), else None."""
+    try:
+        user = pwd.getpwuid(os.getuid())
+        group = grp.getgrgid(user.pw_gid)
+    except KeyError:
+        return None
+    alone = group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+    return group.gr_gid if alone else None
 
 
 def slot_fact(slot: Slot) -> SlotFact:
@@ -321,6 +334,7 @@ def gather(*, config_path: Path | None, project: str | None, server: str | None)
     return Facts(
         version=__version__,
         uid=os.getuid(),
+        own_group=own_group(),
         flags=flags,
         server=server,
         cwd=Path.cwd(),

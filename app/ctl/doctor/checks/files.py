@@ -18,6 +18,15 @@ HOME = "home.private"
 OTHERS_WRITE = 0o022
 #: Permission bits that give others any access.
 OTHERS_ANY = 0o077
+#: The group's permission bits.
+GROUP = 0o070
+
+
+def others(fact: PathFact, own_group: int | None) -> int:
+    """`fact`'s permission bits that give someone else access: its group's bits count
+    unless the group is ours alone."""
+    mode = fact.mode or 0
+    return mode & ~GROUP if own_group is not None and fact.gid == own_group else mode
 
 
 def _q(fact: PathFact) -> str:
@@ -66,32 +75,33 @@ def run_private(facts: Facts) -> list[Finding]:
     return [ok(RUN, f"{facts.run_dir}: yours, 0700; {inside} socket(s), lock(s) and hint(s), all 0600")]
 
 
-def _home_entry(fact: PathFact, uid: int, *, first: bool) -> Finding | None:
+def _home_entry(fact: PathFact, facts: Facts, *, first: bool) -> Finding | None:
     if fact.kind == "unreadable":
         return _unreadable(HOME, fact)
     if fact.kind == "missing":
         return None
-    mode = fact.mode or 0
-    if first and fact.uid != uid:
-        summary = f"{fact.path} belongs to uid {fact.uid}, not to you (uid {uid})"
+    mode, granted = fact.mode or 0, others(fact, facts.own_group)
+    if first and fact.uid != facts.uid:
+        summary = f"{fact.path} belongs to uid {fact.uid}, not to you (uid {facts.uid})"
         return fail(HOME, summary, f'sudo chown -R "$(id -un)" {_q(fact)}')
-    if mode & OTHERS_WRITE:
+    if granted & OTHERS_WRITE:
         summary = f"{fact.path} is {mode:04o}: others may change what assern runs"
         return fail(HOME, summary, f"chmod go-w {_q(fact)}")
-    if fact.path.name == ".env" and mode & OTHERS_ANY:
+    if fact.path.name == ".env" and granted & OTHERS_ANY:
         return warn(HOME, f"{fact.path} is {mode:04o}: others may read its secrets", f"chmod 600 {_q(fact)}")
     return None
 
 
 def home_private(facts: Facts) -> list[Finding]:
     """`home.private`: `$ASSERN_HOME` is ours and nobody else may write it, nor any
-    configuration or .env file in effect; the .env files are readable by us alone."""
+    configuration or .env file in effect; the .env files are readable by us alone. The
+    group's bits count unless the group is ours alone (`Facts.own_group`)."""
     if not facts.home_paths:
         return []
     found = [
         finding
         for index, fact in enumerate(facts.home_paths)
-        if (finding := _home_entry(fact, facts.uid, first=index == 0)) is not None
+        if (finding := _home_entry(fact, facts, first=index == 0)) is not None
     ]
     if found:
         return found

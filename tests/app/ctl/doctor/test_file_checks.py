@@ -115,6 +115,23 @@ def test_what_others_may_write_or_read_is_found() -> None:
     ]
 
 
+def test_a_group_of_our_own_gives_nobody_else_access() -> None:
+    group_ours = (
+        PathFact(path=HOME, kind="folder", uid=UID, gid=UID, mode=0o775),
+        PathFact(path=CONFIG, kind="file", uid=UID, gid=UID, mode=0o664),
+        PathFact(path=DOTENV, kind="file", uid=UID, gid=UID, mode=0o640),
+    )
+    assert [f.status for f in home_private(facts(home_paths=group_ours, own_group=UID))] == [Status.OK]
+    shared = home_private(facts(home_paths=group_ours, own_group=None))
+    assert [(f.status.value, f.summary) for f in shared] == [
+        ("fail", f"{HOME} is 0775: others may change what assern runs"),
+        ("fail", f"{CONFIG} is 0664: others may change what assern runs"),
+        ("warn", f"{DOTENV} is 0640: others may read its secrets"),
+    ]
+    world = (PathFact(path=HOME, kind="folder", uid=UID, gid=UID, mode=0o777),)
+    assert home_private(facts(home_paths=world, own_group=UID))[0].status is Status.FAIL
+
+
 def test_a_home_of_another_user_fails() -> None:
     found = home_private(facts(home_paths=(fact(HOME, uid=0),)))
     assert lines(found) == [("fail", "home.private", f"{HOME} belongs to uid 0, not to you (uid {UID})")]

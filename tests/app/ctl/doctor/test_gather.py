@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import grp
 import http.server
 import os
+import pwd
 import socket
 import sys
 import tempfile
@@ -21,6 +23,7 @@ from assern.app.ctl.doctor.gather import (
     http_fact,
     interpreter_of,
     launcher,
+    own_group,
     path_fact,
     process_path,
     run_paths,
@@ -47,7 +50,11 @@ def test_each_kind_of_path_is_told_with_its_owner_and_mode(short_tmp: Path) -> N
     link = short_tmp / "link"
     link.symlink_to(folder)
     assert path_fact(folder).kind == "folder"
-    assert (path_fact(folder).uid, path_fact(folder).mode) == (os.getuid(), 0o750)
+    assert (path_fact(folder).uid, path_fact(folder).gid, path_fact(folder).mode) == (
+        os.getuid(),
+        os.getgid(),
+        0o750,
+    )
     assert (path_fact(plain).kind, path_fact(plain).mode) == ("file", 0o640)
     assert path_fact(link).kind == "link"
     assert path_fact(link, follow=True).kind == "folder"
@@ -213,3 +220,38 @@ def test_gather_looks_up_each_launcher_and_narrows_to_one_server(
     assert failed.config is None
     assert failed.config_error is not None
     assert failed.launchers == ()
+
+
+class User:
+    pw_name = "me"
+    pw_gid = 1000
+
+
+class Group:
+    def __init__(self, name: str, members: list[str]) -> None:
+        self.gr_name, self.gr_mem, self.gr_gid = name, members, 1000
+
+
+@pytest.mark.parametrize(
+    ("group", "expected"),
+    [
+        (Group("me", []), 1000),  # a user private group
+        (Group("me", ["me"]), 1000),
+        (Group("me", ["me", "you"]), None),
+        (Group("staff", []), None),
+    ],
+)
+def test_our_group_counts_as_private_only_when_it_is_ours_alone(
+    monkeypatch: pytest.MonkeyPatch, group: Group, expected: int | None
+) -> None:
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: User())
+    monkeypatch.setattr(grp, "getgrgid", lambda gid: group)
+    assert own_group() == expected
+
+
+def test_a_user_or_group_without_an_entry_has_no_private_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown(_: int) -> User:
+        raise KeyError("no entry")
+
+    monkeypatch.setattr(pwd, "getpwuid", unknown)
+    assert own_group() is None
