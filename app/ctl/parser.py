@@ -82,6 +82,12 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("action", choices=("create", "list", "revoke"))
     token.add_argument("name", nargs="?", help="the token's name (create, revoke)")
     sub.add_parser("shutdown", help="stop the running instance and wait until it is gone")
+    for command in sub.choices.values():
+        _config_options(command)
+        command.add_argument("--json", action="store_true", help="machine-readable output")
+
+    _context_parser(sub)
+
     doctor = sub.add_parser(
         "doctor",
         help="check the configuration, PATH, files, sockets, the instance and its backends; changes nothing",
@@ -91,11 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--strict", action="store_true", help="count warnings as failures")
     doctor.add_argument("--server", help="look at this server alone (its command and its backend)")
-    for command in sub.choices.values():
-        _config_options(command)
-        command.add_argument("--json", action="store_true", help="machine-readable output")
-
-    _context_parser(sub)
+    doctor.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
+    doctor.add_argument("--project", help="project (default: detected from the directory)")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
 
     logs = sub.add_parser("logs", help="print (and follow) the log, readably")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
