@@ -136,6 +136,32 @@ def _files(paths: Any) -> set[str]:
     return {os.path.realpath(str(p)) for p in paths} if isinstance(paths, list | tuple) else set()
 
 
+def matching(
+    instances: list[Instance], config: ResolvedConfig | None, *, project: str | None, config_path: Path | None
+) -> list[Instance]:
+    """The instances that serve `config`: the one with its fingerprint when one has it;
+    else those with the same project and config files (an edited configuration not
+    reloaded yet). When `config` does not resolve (None): those matching `project` and
+    `config_path` when given, else every one."""
+    if config is not None:
+        digest = fingerprint(config)
+        exact = [i for i in instances if i.hello.get("fingerprint") == digest]
+        if exact:
+            return exact[:1]
+        files = _files(config.files)
+        return [
+            i
+            for i in instances
+            if i.hello.get("project") == config.project and _files(i.hello.get("config_files")) == files
+        ]
+    same = instances
+    if project:
+        same = [i for i in same if i.hello.get("project") == project]
+    if config_path:
+        same = [i for i in same if os.path.realpath(config_path) in _files(i.hello.get("config_files"))]
+    return same
+
+
 def find_instance(args: argparse.Namespace) -> tuple[ResolvedConfig | None, Instance | None]:
     """The running instance for the current directory's configuration.
 
@@ -157,24 +183,7 @@ def find_instance(args: argparse.Namespace) -> tuple[ResolvedConfig | None, Inst
         problem = None
     except ConfigError as exc:
         config, problem = None, exc
-    instances = all_instances()
-    if config is not None:
-        digest = fingerprint(config)
-        for instance in instances:
-            if instance.hello.get("fingerprint") == digest:
-                return config, instance
-        files = _files(config.files)
-        same = [
-            i
-            for i in instances
-            if i.hello.get("project") == config.project and _files(i.hello.get("config_files")) == files
-        ]
-    else:
-        same = instances
-        if args.project:
-            same = [i for i in same if i.hello.get("project") == args.project]
-        if args.config:
-            same = [i for i in same if os.path.realpath(args.config) in _files(i.hello.get("config_files"))]
+    same = matching(all_instances(), config, project=args.project, config_path=args.config)
     if len(same) == 1:
         if problem is not None:
             print(f"assernctl: warning: the configuration does not resolve now:\n{problem}", file=sys.stderr)

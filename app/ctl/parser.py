@@ -15,6 +15,7 @@ from assern.app.ctl.clients.command import add_parser as add_clients_parser
 from assern.app.ctl.clients.command import cmd_clients
 from assern.app.ctl.common import Usage
 from assern.app.ctl.context import cmd_context
+from assern.app.ctl.doctor import cmd_doctor
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
@@ -90,6 +91,19 @@ def build_parser() -> argparse.ArgumentParser:
     _context_parser(sub)
     add_clients_parser(sub)
 
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the configuration, PATH, files, sockets, the instance and its backends; changes nothing",
+        description="Check what makes assern work here, with or without a running instance, and say how "
+        "to fix what is off: one line per check (ok, warn or fail, its id, the finding, a fix: line), then "
+        "a verdict. Exit 0 with no failure, 1 with any (with --strict, warnings count), 2 for a usage error.",
+    )
+    doctor.add_argument("--strict", action="store_true", help="count warnings as failures")
+    doctor.add_argument("--server", help="look at this server alone (its command and its backend)")
+    doctor.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
+    doctor.add_argument("--project", help="project (default: detected from the directory)")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+
     logs = sub.add_parser("logs", help="print (and follow) the log, readably")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=20, help="how many last lines first (-1: all)")
@@ -147,6 +161,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "logs": cmd_logs,
     "context": cmd_context,
     "clients": cmd_clients,
+    "doctor": cmd_doctor,
 }
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from assern.actors.backend.status import doctor_id
 from assern.actors.listener.context_index import progress_line
+from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -90,7 +92,7 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
         lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]
     backends = doc.get("backends") or []
     if not backends:
-        lines.append("  no servers are configured")
+        lines.append(f"  no servers are configured (doctor: {NO_SERVERS}): see `assernctl doctor`")
         return lines
     rows = [
         [
@@ -115,6 +117,9 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     lines.append("")
     lines += ["  " + line for line in table(rows, [*headers, "LAST EXIT / ERROR"])]
     for b in backends:
+        problem = doctor_id(b["state"], restarts=b.get("restarts", 0), tools=b.get("tools", 0))
+        if problem is not None:
+            lines.append(f"  {b['name']}: doctor: {problem}, see `assernctl doctor --server {b['name']}`")
         if b.get("context") is not None:
             lines.append(f"  {b['name']}: {context_line(b['context'], running=b['state'] == 'ready')}")
         if b.get("next_restart_in_s") is not None:
