@@ -55,7 +55,7 @@ class Instance:
         return request(self.slot.control, command, timeout=timeout, **fields)
 
 
-def _views(slot: Slot, hello: Mapping[str, Any]) -> list[Instance]:
+def views_of(slot: Slot, hello: Mapping[str, Any]) -> list[Instance]:
     """The workstation daemon's views, each as an instance of its configuration."""
     found = []
     for view in hello.get("views") or ():
@@ -126,7 +126,7 @@ def all_instances() -> list[Instance]:
         slot = Slot(directory, name)
         answer = hello(slot)
         if answer is not None and answer.get("workstation"):
-            found += _views(slot, answer)
+            found += views_of(slot, answer)
         elif answer is not None:
             found.append(Instance(slot, answer))
     return found

@@ -51,6 +51,8 @@ from assern.app.daemon.hello import MAX_HELLO, BadHello, read_hello
 from assern.app.front_door import Replay
 from assern.app.hint import config_environ
 from assern.app.instance import fingerprint
+from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
+from assern.app.no_servers import looked_at, no_servers_line
 from assern.app.tree import Tree
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
 from assern.supervisor.io.reader import LineTooLong
@@ -249,7 +251,14 @@ class DaemonHost:
                 await self._say(stream, _notice("assern/refused", {"error": problem}))
                 return
             view = await self._view_for(config, load)
-            welcome = {"view": view.label, "project": config.project, "warnings": list(config.warnings)}
+            nothing = no_servers_line(config)
+            welcome = {
+                "view": view.label,
+                "project": config.project,
+                "warnings": list(config.warnings),
+                # lines the client's `assern serve` prints on stderr as they are
+                "notices": [nothing] if nothing is not None else [],
+            }
             if not await self._say(stream, _notice("assern/welcome", welcome)):
                 return
             await self._serve_session(view, params, Replay(rest, stream, eof=False), stream, profile)
@@ -358,6 +367,9 @@ class DaemonHost:
             )
             self.views[view_id] = view
             log.info("daemon_view_started", view=label, project=config.project, servers=list(config.servers))
+            if not config.servers:
+                looked = [str(path) for path in looked_at(config)]
+                log.warning("config_no_servers", doctor=NO_SERVERS, view=label, looked=looked)
             await self._nursery.start(self._run_view, view_id, view)
             return view
 

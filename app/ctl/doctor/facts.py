@@ -13,6 +13,7 @@ from typing import Any, Literal
 import attrs
 
 from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.app.ctl.clients.survey import Survey
 
 PathKind = Literal["missing", "folder", "file", "socket", "link", "other", "unreadable"]
 
@@ -161,6 +162,8 @@ class Facts:
             doctor cannot tell which one serves it).
         launchers: Each stdio server's command, looked up.
         http: Who holds `[listen] http`, when the configuration sets it.
+        clients: The MCP clients found for this user and folder (`assernctl clients`),
+            or None when they could not be read.
     """
 
     version: str
@@ -184,6 +187,7 @@ class Facts:
     matches: int = 0
     launchers: tuple[Launcher, ...] = ()
     http: HttpFact | None = None
+    clients: Survey | None = None
 
     def command(self, *words: str) -> str:
         """An `assernctl` command line with this run's `--config`/`--project`."""

@@ -16,6 +16,7 @@ import shutil
 import socket
 import ssl
 import stat
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,8 @@ from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
 from assern.app.control_client import ControlError, ControlUnavailable, request
-from assern.app.ctl.common import Instance, matching
+from assern.app.ctl.clients.survey import Survey, survey_clients
+from assern.app.ctl.common import Instance, matching, views_of
 from assern.app.ctl.doctor.facts import (
     Facts,
     HttpFact,
@@ -35,6 +37,7 @@ from assern.app.ctl.doctor.facts import (
     PathKind,
     SlotFact,
 )
+from assern.app.daemon.hello import DAEMON_SLOT
 from assern.app.instance import (
     InstanceError,
     Slot,
@@ -150,7 +153,7 @@ def instance_fact(instance: Instance) -> InstanceFact:
     status: Mapping[str, Any] | None = None
     error = None
     try:
-        answer = request(instance.slot.control, "status", timeout=STATUS_TIMEOUT)
+        answer = instance.ask("status", timeout=STATUS_TIMEOUT)
     except (ControlUnavailable, ControlError) as exc:
         error = str(exc)
     else:
@@ -279,11 +282,16 @@ def running(
     except OSError:
         return Running()
     slots = tuple(slot_fact(Slot(directory, name)) for name in names)
-    answering = [Instance(Slot(directory, slot.name), slot.hello) for slot in slots if slot.hello is not None]
+    answering: list[Instance] = []
+    for slot in slots:
+        if slot.hello is not None and slot.hello.get("workstation"):
+            answering += views_of(Slot(directory, slot.name), slot.hello)  # the daemon's views
+        elif slot.hello is not None:
+            answering.append(Instance(Slot(directory, slot.name), slot.hello))
     same = matching(answering, config, project=project, config_path=config_path)
     if config is not None:
         slots_of = candidate_slots(directory, config.project, fingerprint(config), names)
-        candidates = [slot.name for slot in slots_of]
+        candidates = [slot.name for slot in slots_of] + [DAEMON_SLOT]
     else:
         candidates = names
     return Running(
@@ -357,4 +365,14 @@ def gather(*, config_path: Path | None, project: str | None, server: str | None)
             if server is None or spec.name == server
         ),
         http=http,
+        clients=_clients(env, home),
     )
+
+
+def _clients(env: Mapping[str, str], home: Path) -> Survey | None:
+    """What `assernctl clients` finds here, or None when it cannot read it."""
+    try:
+        return survey_clients(env, Path.cwd(), assern_home=home)
+    except (OSError, ValueError) as exc:
+        print(f"assernctl doctor: the clients' files could not be read: {exc}", file=sys.stderr)
+        return None

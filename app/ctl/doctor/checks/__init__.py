@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from assern.app.ctl.doctor.checks.clients import clients_reach
 from assern.app.ctl.doctor.checks.config import (
     config_no_servers,
     config_resolves,
@@ -53,7 +54,7 @@ CHECKS: tuple[Check, ...] = (
 #: (each MCP client `assernctl clients` finds, and whether it reaches assern, bypasses it
 #: or duplicates its backends) and the project trust check. Each adds the facts it reads
 #: to `Facts` (filled in gather.py from its command's own function) and its check here.
-CONTRIBUTED: tuple[Check, ...] = ()
+CONTRIBUTED: tuple[Check, ...] = (clients_reach,)
 
 
 def run_checks(facts: Facts, checks: tuple[Check, ...] = CHECKS + CONTRIBUTED) -> list[Finding]:
