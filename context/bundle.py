@@ -20,17 +20,14 @@ from __future__ import annotations
 import json
 import math
 from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
-from assern.context.rank import Scored
-
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
-    #: (the files in their order, each one's chosen snippets) -> the hints of that bundle
-    HintsOf = Callable[[Sequence[str], Mapping[str, Sequence[Scored]]], list[str]]
+    from assern.context.rank import Scored
 
 #: Bytes per token: the rule of thumb the instance's own estimate uses for tool lists
 #: (assern.actors.router.views.BYTES_PER_TOKEN), for the same tokenizers; a test holds
@@ -41,6 +38,24 @@ MIN_CUT_TOKENS = 40
 #: The summary quotes the question up to this many characters (a longer one is cut,
 #: and shorter still when the budget could not hold even an empty answer with it).
 QUOTED_CHARS = (200, 60, 0)
+#: Bytes the summary's first words may lose as a file joins ("nothing in the index
+#: matches" becomes "1 file for").
+SLACK = 16
+#: Reject by a bound (`Filler._hopeless`) before measuring: off only to show that the
+#: bound changes no answer.
+QUICK = True
+
+
+class HintsOf(Protocol):
+    """The hints of a bundle of these files, in their order, with these snippets each.
+
+    `search` False: without looking up what is not known yet (the users of a symbol),
+    so never more hints than with it; a bundle too large with those is too large.
+    """
+
+    def __call__(
+        self, order: Sequence[str], chosen: Mapping[str, Sequence[Scored]], *, search: bool = True
+    ) -> list[str]: ...
 
 
 def utf8_size(text: str) -> int:
@@ -79,25 +94,34 @@ def answer_size(bundle: Mapping[str, Any]) -> int:
     return max(utf8_size(render_bundle(bundle)), utf8_size(compact_json(bundle)))
 
 
-@attrs.frozen
 class Cut:
-    """A candidate's lines, and what the first k of them add to each form of the answer."""
+    """A candidate's lines, and what the first k of them add to each form of the answer
+    (measured as far as asked: most candidates are judged on their first lines)."""
 
-    item: Scored
-    lines: tuple[str, ...]
-    #: text[k], json[k]: bytes of the first k lines joined, as text and escaped in JSON
-    text: tuple[int, ...]
-    json: tuple[int, ...]
+    def __init__(self, item: Scored) -> None:
+        self.item = item
+        self.lines = item.hit.text.split("\n")
+        #: text[k], json[k]: bytes of the first k lines joined, as text and escaped in JSON
+        self.text = [0]
+        self.json = [0]
 
-    @classmethod
-    def of(cls, item: Scored) -> Cut:
-        lines = tuple(item.hit.text.split("\n"))
-        text, escaped = [0], [0]
-        for number, line in enumerate(lines):
-            newline = 1 if number else 0  # the "\n" before every line but the first
-            text.append(text[-1] + utf8_size(line) + newline)
-            escaped.append(escaped[-1] + escaped_size(line) + 2 * newline)  # "\n" is 2 bytes escaped
-        return cls(item, lines, tuple(text), tuple(escaped))
+    def sizes(self, count: int) -> tuple[int, int]:
+        """Bytes of the first `count` lines joined: as text, and escaped in JSON."""
+        while len(self.text) <= count:
+            line = self.lines[len(self.text) - 1]
+            newline = 1 if len(self.text) > 1 else 0  # the "\n" before every line but the first
+            self.text.append(self.text[-1] + utf8_size(line) + newline)
+            self.json.append(self.json[-1] + escaped_size(line) + 2 * newline)  # "\n" is 2 bytes escaped
+        return self.text[count], self.json[count]
+
+    def least(self, size: int) -> int:
+        """The fewest lines whose text takes `size` bytes or more (all of them if fewer do)."""
+        total = 0
+        for count, line in enumerate(self.lines):
+            if total >= size:
+                return count
+            total += utf8_size(line) + (1 if count else 0)  # with the "\n" before it
+        return len(self.lines)
 
     def first(self, count: int) -> Scored:
         """The candidate with its first `count` lines."""
@@ -123,17 +147,19 @@ def summary_of(
         asked = repr(question)
     if not order:
         return f"nothing in the index matches {asked}"
-    why = []
-    for path in order:
-        symbols = list(dict.fromkeys(sym for s in chosen[path] for sym in s.because))
-        named = list(dict.fromkeys(s.hit.symbol for s in chosen[path] if s.hit.symbol))
-        if symbols:
-            why.append(f"{path} (defines {', '.join(symbols)})")
-        elif named:
-            why.append(f"{path} (in {', '.join(named[:3])})")
-        else:
-            why.append(f"{path} (matching words)")
-    return f"{len(order)} file{'s' if len(order) > 1 else ''} for {asked}: " + "; ".join(why)
+    why = "; ".join(reason_of(path, chosen[path]) for path in order)
+    return f"{len(order)} file{'s' if len(order) > 1 else ''} for {asked}: {why}"
+
+
+def reason_of(path: str, items: Sequence[Scored]) -> str:
+    """Why the summary says `path` was chosen, for these of its snippets."""
+    symbols = list(dict.fromkeys(sym for s in items for sym in s.because))
+    if symbols:
+        return f"{path} (defines {', '.join(symbols)})"
+    named = list(dict.fromkeys(s.hit.symbol for s in items if s.hit.symbol))
+    if named:
+        return f"{path} (in {', '.join(named[:3])})"
+    return f"{path} (matching words)"
 
 
 def bundle_of(
@@ -170,63 +196,85 @@ class Filler:
         #: the hints of each state tried, by its files and their symbols: what they
         #: depend on (and one answer sees one count of the files pending, whatever
         #: the indexer does meanwhile)
-        self._hints: dict[tuple[tuple[str, ...], tuple[str, ...]], list[str]] = {}
+        self._hints: dict[tuple[tuple[str, ...], tuple[str, ...], bool], list[str]] = {}
         self.order: list[str] = []
         self.chosen: dict[str, list[Scored]] = {}
         #: bytes the chosen snippets' texts add to the skeleton, as text and as JSON
         self.text_bytes = 0
         self.json_bytes = 0
-        self.quoted = next(
-            (chars for chars in QUOTED_CHARS if self._size([], {}, 0, 0, chars) <= self.limit),
-            QUOTED_CHARS[-1],
-        )
+        self.quoted = QUOTED_CHARS[0]
+        for chars in QUOTED_CHARS:  # a question quoted short enough for an empty answer to fit
+            self.quoted = chars
+            if max(self._forms([], {}, 0, 0)) <= self.limit:
+                break
+        #: the JSON form's bytes of the snippets taken so far
+        self.json_size = self._forms([], {}, 0, 0)[1]
 
-    def _hints_of(self, order: Sequence[str], chosen: Mapping[str, Sequence[Scored]]) -> list[str]:
-        key = (tuple(order), tuple(sym for path in order for s in chosen[path] for sym in s.because))
+    def _hints_of(
+        self, order: Sequence[str], chosen: Mapping[str, Sequence[Scored]], *, search: bool = True
+    ) -> list[str]:
+        symbols = tuple(sym for path in order for s in chosen[path] for sym in s.because)
+        key = (tuple(order), symbols, search)
         if key not in self._hints:
-            self._hints[key] = self.hints(order, chosen)
+            self._hints[key] = self.hints(order, chosen, search=search)
         return self._hints[key]
 
-    def _size(
+    def _forms(
         self,
         order: Sequence[str],
         chosen: Mapping[str, Sequence[Scored]],
         text_bytes: int,
         json_bytes: int,
-        quoted: int,
-    ) -> int:
-        """Bytes of the larger form of the answer of these snippets, their texts' bytes given apart."""
-        summary = summary_of(self.question, order, chosen, quoted)
+        *,
+        search: bool = True,
+    ) -> tuple[int, int]:
+        """Bytes of the answer of these snippets as text and as JSON, their texts' bytes given apart."""
+        summary = summary_of(self.question, order, chosen, self.quoted)
+        hints = self._hints_of(order, chosen, search=search)
         # `tokens` at its largest, max_tokens: the answer's own figure has no more digits
-        skeleton = bundle_of(
-            summary, order, chosen, self._hints_of(order, chosen), self.max_tokens, texts=False
-        )
-        text = utf8_size(render_bundle(skeleton)) + text_bytes
-        data = utf8_size(compact_json(skeleton)) + json_bytes
-        return max(text, data)
+        skeleton = bundle_of(summary, order, chosen, hints, self.max_tokens, texts=False)
+        return utf8_size(render_bundle(skeleton)) + text_bytes, utf8_size(compact_json(skeleton)) + json_bytes
 
-    def _fits_with(self, cut: Cut, count: int) -> bool:
+    def _hopeless(self, cut: Cut, count: int) -> bool:
+        """Whether the first `count` lines of `cut` are sure not to fit, judged without
+        rendering: the JSON form grows by their escaped text and at least 24 bytes of
+        snippet (`{"text":"","lines":"1-1"}`), and can shrink only by the summary's
+        reason for their file (if chosen already) or by the hints that name it (if not,
+        the hints of the users of its own symbols left aside: they only add), and by a
+        few bytes of the summary's first words (`SLACK`)."""
+        path = cut.item.hit.path
+        if path in self.chosen:
+            shrink = escaped_size(reason_of(path, self.chosen[path]))
+        else:
+            shrink = sum(
+                escaped_size(hint) + 3 for hint in self._hints_of(self.order, self.chosen) if path in hint
+            )
+        return self.json_size + 24 + cut.sizes(count)[1] - shrink - SLACK > self.limit
+
+    def _fits_with(self, cut: Cut, count: int, *, search: bool = True) -> bool:
         """Whether the answer still fits with the first `count` lines of `cut`."""
         item = cut.first(count)
         path = item.hit.path
         order = self.order if path in self.chosen else [*self.order, path]
         chosen = {**self.chosen, path: [*self.chosen.get(path, []), item]}
-        text, data = self.text_bytes + cut.text[count], self.json_bytes + cut.json[count]
-        return self._size(order, chosen, text, data, self.quoted) <= self.limit
+        text, data = cut.sizes(count)
+        forms = self._forms(order, chosen, self.text_bytes + text, self.json_bytes + data, search=search)
+        return max(forms) <= self.limit
 
     def offer(self, candidate: Scored) -> None:
         """Take `candidate` whole, or cut to the lines that fit, or leave it out."""
         path = candidate.hit.path
         if path not in self.chosen and len(self.order) >= self.max_files:
             return
-        cut = Cut.of(candidate)
+        cut = Cut(candidate)
         whole = len(cut.lines)
         # the fewest lines worth keeping (all of a short snippet): if they do not fit,
         # nothing of it does, since more lines never take fewer bytes
-        least = next(
-            (k for k, size in enumerate(cut.text) if size >= MIN_CUT_TOKENS * BYTES_PER_TOKEN), whole
-        )
-        if not self._fits_with(cut, least):
+        least = cut.least(MIN_CUT_TOKENS * BYTES_PER_TOKEN)
+        # judged first by a bound, then without searching the index for the users of its symbols
+        if QUICK and self._hopeless(cut, least):
+            return
+        if not self._fits_with(cut, least, search=False) or not self._fits_with(cut, least):
             return
         count = least
         if least < whole and self._fits_with(cut, whole):
@@ -243,8 +291,10 @@ class Filler:
             self.order.append(path)
             self.chosen[path] = []
         self.chosen[path].append(cut.first(count))
-        self.text_bytes += cut.text[count]
-        self.json_bytes += cut.json[count]
+        text, data = cut.sizes(count)
+        self.text_bytes += text
+        self.json_bytes += data
+        self.json_size = self._forms(self.order, self.chosen, self.text_bytes, self.json_bytes)[1]
 
     def bundle(self) -> dict[str, Any]:
         """The bundle of the snippets taken, `tokens` saying the size of its larger form."""

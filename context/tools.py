@@ -12,6 +12,7 @@ anything inside `.git/` is refused, whatever the index holds.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 from pathlib import Path
@@ -410,23 +411,30 @@ class BundleHints:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._paths: set[str] | None = None
+        #: the index's paths by their file name, read at the first need
+        self._by_name: dict[str, list[str]] | None = None
         self._tests: dict[str, tuple[list[str], list[str]]] = {}
         self._naming: dict[str, list[str]] = {}
 
     def tests_of(self, path: str) -> tuple[list[str], list[str]]:
         """The index's tests of `path`: those beside it, and those named for it elsewhere."""
         if path not in self._tests:
-            if self._paths is None:
-                self._paths = set(self.engine.store.paths())
-            near = [test for test in sibling_tests(path) if test in self._paths]
-            names = set(_test_names(posixpath.basename(path).split(".")[0]))
-            named = sorted(p for p in self._paths if posixpath.basename(p) in names)
+            if self._by_name is None:
+                self._by_name = {}
+                for known in self.engine.store.paths():
+                    self._by_name.setdefault(posixpath.basename(known), []).append(known)
+            by_name = self._by_name
+            stem = posixpath.basename(path).split(".")[0]
+            near = [test for test in sibling_tests(path) if test in by_name.get(posixpath.basename(test), ())]
+            named = sorted(known for name in set(_test_names(stem)) for known in by_name.get(name, ()))
             self._tests[path] = (near, named)
         return self._tests[path]
 
-    def __call__(self, order: Sequence[str], chosen: Mapping[str, Sequence[Scored]]) -> list[str]:
-        """Each chosen file's tests, the other users of what matched, and what is pending."""
+    def __call__(
+        self, order: Sequence[str], chosen: Mapping[str, Sequence[Scored]], *, search: bool = True
+    ) -> list[str]:
+        """Each chosen file's tests, the other users of what matched, and what is pending
+        (`search` False: the users of the symbols looked up already, bundle.HintsOf)."""
         hints = []
         for path in order:
             if file_role(path) == "test":
@@ -439,10 +447,18 @@ class BundleHints:
                 hints.append(f"tests of {path}: {', '.join(tests)}")
         for symbol in dict.fromkeys(sym for path in order for s in chosen[path] for sym in s.because):
             if symbol not in self._naming:
+                if not search:
+                    continue
                 self._naming[symbol] = self.engine.naming(symbol)
             callers = [path for path in self._naming[symbol] if path not in order][:3]
             if callers:
                 hints.append(f"uses of {symbol}: {', '.join(callers)}")
+        return hints + self.pending
+
+    @functools.cached_property
+    def pending(self) -> list[str]:
+        """What the index still lacks, read once: one answer tells one count."""
+        hints = []
         if pending := self.engine.state.reported:
             hints.append(f"the index is still being built: {pending} files pending, so some may be missing")
         meaning = self.engine.meaning

@@ -2,18 +2,17 @@
 
 The answers are measured here as a client gets them, independently of bundle.py: the
 text content, and the `structuredContent` as compact JSON, in UTF-8 bytes at the
-project's 4 bytes a token. The tree is real code (this package's own sources and
-tests, copied) with a file of long lines full of quotes, backslashes and tabs, so the
-summary, the hints, the headers and the JSON's escapes all weigh: leave any of them
-out of the count and some answer goes over.
+project's 4 bytes a token. The tree is written to disk and indexed for real: modules
+with long lines full of quotes, backslashes, tabs and non-ASCII text, their tests and
+their users (for the hints), and prose under long paths, so the summary, the hints,
+the headers and the JSON's escapes all weigh: leave any of them out of the count and
+some answer goes over.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import shutil
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,41 +29,71 @@ from assern.context.store import Hit, Store
 from assern.context.terms import Terms
 from assern.context.tools import Engine, IndexState
 
-REPO = Path(__file__).resolve().parents[2]
 BUDGETS = (100, 200, 1000, 4000)
 
 
-def _quoted_module(name: str) -> str:
-    """Python with long lines of quotes, backslashes, tabs and non-ASCII text."""
+def _rules(name: str, count: int, lines: int) -> str:
+    """Python functions whose bodies are long lines of quotes, backslashes, tabs and
+    non-ASCII text."""
+    said = '\\"quoted\\"\t' * 6
     rows = []
-    for number in range(40):
-        said = '\\"quoted\\"\t' * 12
+    for number in range(count):
+        body = "".join(
+            f'\tnote_{line} = "{said}C:\\\\{name}\\\\{number}\\\\{line} «{name}»"\n' for line in range(lines)
+        )
         rows.append(
             f'def {name}_rule_{number}(table):\n\t"""Reads the \'{name}\' table, «row» {number}."""\n'
-            f'\treturn table.get("{name}_{number}", "{said}C:\\\\path\\\\{number}")\n'
+            f'{body}\treturn table.get("{name}_{number}", note_0)\n'
         )
     return "\n\n".join(rows)
+
+
+def _policy() -> str:
+    """A class whose methods decide a budget's limit, with long docstrings."""
+    methods = []
+    for number in range(12):
+        doc = "".join(
+            f"\t\tThe budget policy decides the limit of part {number}, line {line}: \"hard\" or 'soft', "
+            f"in tokens\tand bytes.\n"
+            for line in range(14)
+        )
+        suffix = f"_{number}" if number else ""
+        methods.append(
+            f'\tdef decide_limit{suffix}(self, tokens):\n\t\t"""Decides the limit.\n\n{doc}\t\t"""\n'
+            f"\t\treturn min(tokens, self.limit * {number + 1})\n"
+        )
+    return 'class BudgetPolicy:\n\t"""The budget policy."""\n\n' + "\n".join(methods)
+
+
+TREE = {
+    "src/budget/policy.py": _policy(),
+    "src/budget/render.py": "from .policy import BudgetPolicy\n\n\ndef render(tokens):\n"
+    "\treturn BudgetPolicy().decide_limit(tokens)\n",
+    "tests/test_policy.py": "from budget.policy import BudgetPolicy\n\n\ndef test_decide_limit():\n"
+    "\tassert BudgetPolicy().decide_limit(5) == 5\n",
+    "src/budget/quoting.py": _rules("quoting", 12, 20),
+    "src/budget/escapes.py": _rules("escapes", 12, 20),
+    "src/budget/uses_quoting.py": "def read_all(table):\n"
+    + "".join(f"\tquoting_rule_{n}(table)\n" for n in range(12)),
+    "tests/test_quoting.py": "def test_quoting(table):\n"
+    + "".join(f"\tquoting_rule_{n}(table)\n" for n in range(12)),
+    # plain prose under long paths, in short sections: there the text's headers weigh most
+    **{
+        f"docs/guides-of-the-context-server/notes-on-the-marmalade-budget-part-{part}.md": "".join(
+            f"# Marmalade {n}\n\nThe marmalade budget of part {part}.\n\n" for n in range(5)
+        )
+        for part in range(12)
+    },
+}
 
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     root = tmp_path_factory.mktemp("tree") / "root"
-    shutil.copytree(REPO / "context", root / "context", ignore=shutil.ignore_patterns("__pycache__"))
-    # this file aside: it holds the words of the question that must find nothing
-    skipped = shutil.ignore_patterns("__pycache__", Path(__file__).name)
-    shutil.copytree(REPO / "tests" / "context", root / "tests", ignore=skipped)
-    (root / "context" / "quoting.py").write_text(_quoted_module("quoting"))
-    (root / "context" / "escapes.py").write_text(_quoted_module("escapes"))
-    # the users and the tests of the quoting rules, for the hints
-    calls = "".join(f"    quoting_rule_{n}(table)\n" for n in range(40))
-    (root / "context" / "uses_quoting.py").write_text(f"def read_all(table):\n{calls}")
-    (root / "tests" / "test_quoting.py").write_text(f"def test_quoting(table):\n{calls}")
-    # plain prose under long paths, in short sections: there the text's headers weigh most
-    notes = root / "docs" / "guides-of-the-context-server"
-    notes.mkdir(parents=True)
-    for part in range(12):
-        sections = "".join(f"# Marmalade {n}\n\nThe marmalade budget of part {part}.\n\n" for n in range(5))
-        (notes / f"notes-on-the-marmalade-budget-of-each-section-part-{part}.md").write_text(sections)
+    for name, text in TREE.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     store = Store(root.parent / "db.sqlite3")
     found = scan(root, ScanRules())
     Indexer(root, store, Terms(), max_file_size=1_000_000).run_batch(plan(found.files, {}).changed, {})
@@ -81,10 +110,9 @@ def _forms(engine: Engine, **arguments: Any) -> tuple[int, int, dict[str, Any]]:
 
 
 QUERIES = (
-    "how does the bundle keep the token budget of get_context_for_prompt",
-    "Engine.get_context_for_prompt BundleHints",
+    "how does the budget policy decide the limit in tokens",
+    "BudgetPolicy.decide_limit",
     "quoting_rule_3 escapes table path",
-    "where are the files of the index scanned and secrets filtered",
     "the marmalade budget notes",
 )
 
@@ -113,6 +141,7 @@ def test_the_budgets_are_filled_where_every_part_weighs(engine: Engine) -> None:
             larger.add("text" if text > data else "json")
             if max_tokens >= 1000 and "marmalade" not in query:
                 assert found["hints"], query
+            if max_tokens == 4000:
                 assert any(len(file["snippets"]) > 1 for file in found["files"]), query
     assert larger == {"text", "json"}
     _, data, found = _forms(engine, query=QUERIES[2], max_tokens=1000)
@@ -150,11 +179,35 @@ def test_a_cut_knows_what_each_count_of_lines_adds_to_either_form(lines: list[st
     lines = [line.replace("\n", " ") for line in lines]
     hit = Hit(chunk_id=1, path="a.py", start_line=5, end_line=4 + len(lines), kind="code",
               symbol=None, text="\n".join(lines), score=1.0)  # fmt: skip
-    cut = Cut.of(Scored(hit=hit, score=1.0))
-    for count in range(len(lines) + 1):
+    cut = Cut(Scored(hit=hit, score=1.0))
+    for count in reversed(range(len(lines) + 1)):
         joined = "\n".join(lines[:count])
-        assert cut.text[count] == len(joined.encode("utf-8", "surrogatepass"))
-        assert cut.json[count] == len(compact_json(joined).encode("utf-8", "surrogatepass")) - 2
+        text, data = cut.sizes(count)
+        assert text == len(joined.encode("utf-8", "surrogatepass"))
+        assert data == len(compact_json(joined).encode("utf-8", "surrogatepass")) - 2
         if count:
             assert cut.first(count).hit.text == joined
             assert cut.first(count).hit.end_line == 4 + count
+
+
+def test_the_quick_rejection_changes_no_answer(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    for query in QUERIES:
+        for max_tokens in BUDGETS:
+            arguments = {"query": query, "max_tokens": max_tokens, "max_files": 10}
+            quick = engine.call("get_context_for_prompt", arguments)
+            monkeypatch.setattr(bundle, "QUICK", False)
+            measured = engine.call("get_context_for_prompt", arguments)
+            monkeypatch.setattr(bundle, "QUICK", True)
+            assert quick == measured, (query, max_tokens)
+
+
+@given(st.lists(st.text(max_size=30), min_size=1, max_size=8), st.integers(min_value=0, max_value=200))
+def test_the_least_lines_worth_keeping_are_the_fewest_that_reach_the_size(
+    lines: list[str], size: int
+) -> None:
+    lines = [line.replace("\n", " ") for line in lines]
+    hit = Hit(chunk_id=1, path="a.py", start_line=1, end_line=len(lines), kind="code",
+              symbol=None, text="\n".join(lines), score=1.0)  # fmt: skip
+    cut = Cut(Scored(hit=hit, score=1.0))
+    reached = [count for count in range(len(lines) + 1) if cut.sizes(count)[0] >= size]
+    assert cut.least(size) == (reached[0] if reached else len(lines))
