@@ -59,5 +59,15 @@ def test_the_memory_bench_prints_assern_s_rss_by_tool_count_and_its_floor(tmp_pa
     for key, row in rows.items():
         assert row["rss_mb"] > 0, key
         assert row["peak_rss_mb"] >= row["rss_mb"], key
+        # one instance: assern and its watchdog, each with its RSS and PSS, the backends apart
+        roles = [process["role"] for process in row["processes"]]
+        assert roles == ["assern", "watchdog"], key
+        assert all(process["pss_mb"] > 0 for process in row["processes"]), key
+        pss = sum(process["pss_mb"] for process in row["processes"])
+        assert abs(row["instance_pss_mb"] - pss) <= 0.2, key
+        assert row["backend_processes"] >= row["backends"], key
+        assert row["backends_pss_mb"] > 0, key
     assert "a bare interpreter with trio, ssl and mcp_types" in printed
     assert "6 tools (2 backends), a 2026-07-28 client" in printed
+    assert "one instance, backends apart: PSS" in printed
+    assert printed.startswith("load average (1, 5, 15 min) before: ")
