@@ -35,10 +35,10 @@ import attrs
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY = Path(__file__).resolve().with_name("figures.toml")
 
-#: a number with a unit of measure, or a score written 0.ddd
+#: a number with a unit of measure, or a score written 0.ddd (not a version, 0.171.0)
 FIGURE = re.compile(
     r"(?<![\w.\-/])\d[\d,]*(?:\.\d+)?\s?(?:ms|µs|s|MB|GB|KB|MiB|KiB|%|×|tokens)(?![\w/])"
-    r"|(?<![\w.\-/])[−+-]?0\.\d{2,4}(?![\d\w])"
+    r"|(?<![\w.\-/])[−+-]?0\.\d{2,4}(?![\d\w]|\.\d)"
 )
 #: a command: a script of ops/ and the flags given to it
 COMMAND = re.compile(r"(?<![\w/])(ops/[\w/-]+\.py)((?:[ \t]+(?:--[\w-]+|[^\s`#-][^\s`]*))*)")

@@ -39,6 +39,22 @@ def test_the_check_reads_every_page_and_finds_figures_in_them() -> None:
     assert len(quoted) > 500
 
 
+@pytest.mark.parametrize(
+    ("text", "quoted"),
+    [
+        ("NDCG@10 0.889 (BM25 0.602), −0.035 held out", ["0.889", "0.602", "−0.035"]),
+        (
+            "a call takes 1.2 ms, p99 3,250 µs, RSS 40 MB, 85 %, 0.41 ×, 700 tokens",
+            ["1.2 ms", "3,250 µs", "40 MB", "85 %", "0.41 ×", "700 tokens"],
+        ),
+        ("Codex CLI 0.171.0, Python 3.11, K = 20, 2026-07-28, issue 42", []),
+        ("`indexing 800 files, 6 s` and [the page](page.md#5-ms)", []),
+    ],
+)
+def test_figures_are_measures_and_scores_not_versions_dates_or_code(text: str, quoted: list[str]) -> None:
+    assert figures.figures_in(text) == quoted
+
+
 SCRIPT = """\
 import argparse
 parser = argparse.ArgumentParser()
