@@ -12,7 +12,8 @@ texts (its skeleton: summary, paths, line ranges, hints) is rendered in both for
 and each snippet's text adds its own bytes: as it is to the text, escaped to the JSON.
 A snippet is taken only if the whole answer still fits with it, with its file's place
 in the summary and the hints the file brings; one that does not fit whole is cut to
-the lines that do, if enough of it is left to be worth it.
+the lines that do, if enough of it is left to be worth it. A candidate sure not to fit
+is turned away by a bound before anything is rendered (`Filler._hopeless`).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ class HintsOf(Protocol):
     """The hints of a bundle of these files, in their order, with these snippets each.
 
     `search` False: without looking up what is not known yet (the users of a symbol),
-    so never more hints than with it; a bundle too large with those is too large.
+    so never more hints than with it: a bundle too large without them is too large.
     """
 
     def __call__(

@@ -11,8 +11,13 @@ some answer goes over.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -211,3 +216,64 @@ def test_the_least_lines_worth_keeping_are_the_fewest_that_reach_the_size(
     cut = Cut(Scored(hit=hit, score=1.0))
     reached = [count for count in range(len(lines) + 1) if cut.sizes(count)[0] >= size]
     assert cut.least(size) == (reached[0] if reached else len(lines))
+
+
+def _line(server: subprocess.Popen[bytes], message: dict[str, Any]) -> bytes:
+    """Send one JSON-RPC message; the raw line of its answer (a request's), as written."""
+    assert server.stdin is not None
+    assert server.stdout is not None
+    server.stdin.write(json.dumps(message).encode() + b"\n")
+    server.stdin.flush()
+    if "id" not in message:
+        return b""
+    while True:
+        raw = server.stdout.readline()
+        assert raw, "the server closed its stdout"
+        if json.loads(raw).get("id") == message["id"]:
+            return raw
+
+
+def test_the_answer_on_the_wire_fits_in_either_form(tmp_path: Path) -> None:
+    """Through the real process: the text content and the `structuredContent` exactly as
+    the server wrote them on stdout."""
+    root = tmp_path / "root"
+    for name, text in TREE.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    command = [sys.executable, "-I", "-m", "assern.context", "--root", str(root), "--no-watch"]
+    command += ["--db", str(tmp_path / "db.sqlite3")]
+    with (
+        (tmp_path / "stderr").open("wb") as errors,
+        subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors) as server,
+    ):
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
+        _line(server, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello})
+        _line(server, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        ask = {"name": "semantic_search", "arguments": {"query": "budget"}}
+        for number in itertools.count(1):  # until the first index is complete
+            raw = _line(server, {"jsonrpc": "2.0", "id": number, "method": "tools/call", "params": ask})
+            if json.loads(raw)["result"]["structuredContent"]["index"]["pending"] == 0:
+                break
+            assert number < 400, "the index never completed"
+            time.sleep(0.05)
+        for max_tokens in (200, 1000, 4000):
+            arguments = {"query": QUERIES[0], "max_tokens": max_tokens, "max_files": 10}
+            call = {"name": "get_context_for_prompt", "arguments": arguments}
+            raw = _line(
+                server, {"jsonrpc": "2.0", "id": f"b{max_tokens}", "method": "tools/call", "params": call}
+            )
+            text = raw.decode()
+            start = text.index('"structuredContent":') + len('"structuredContent":')
+            structured, end = json.JSONDecoder().raw_decode(text, start)
+            data = len(text[start:end].encode())
+            texts = [block["text"] for block in json.loads(raw)["result"]["content"]]
+            shown = len("\n".join(texts).encode())
+            assert max(shown, data) <= max_tokens * 4, max_tokens
+            assert structured["tokens"] == math.ceil(max(shown, data) / 4), max_tokens
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=30)
