@@ -185,6 +185,7 @@ class BackendsActor:
             # backends, in a daemon's pool) need not wait for these to start.
             for handle in fresh:
                 self._nursery.start_soon(self._first_start, sup, handle)
+            poke(self._router, "*")  # a reload's settings (exposure, profiles) reach the catalog
             return
         async with trio.open_nursery() as starting:
             for handle in fresh:
