@@ -441,7 +441,7 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"assern: configuration error\n{exc}", file=sys.stderr)
         return 2
-    for warning in config.warnings:
+    for warning in (*config.warnings, *config.trust.lines()):
         print(f"assern: warning: {warning}", file=sys.stderr)
     if args.command in ("serve", "demo"):
         args.profile = given_profile(args.profile, env)

@@ -528,6 +528,24 @@ class TrustReport:
             )
         return lines + [untrusted.line() for untrusted in self.untrusted]
 
+    def document(self) -> dict[str, Any]:
+        """The JSON form (`assernctl status --json`, `assernctl config show --json`)."""
+        return {
+            "store_problem": self.store_problem,
+            "trusted": list(self.trusted),
+            "untrusted": [
+                {
+                    "folder": item.project.folder,
+                    "servers": list(item.project.servers),
+                    "reason": item.reason,
+                    "command": item.command,
+                    "changes": list(item.changes),
+                }
+                for item in self.untrusted
+            ],
+            "lines": self.lines(),
+        }
+
 
 class HasTrust(Protocol):
     @property

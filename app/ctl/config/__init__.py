@@ -321,7 +321,8 @@ def check_current(
         resolved = ctx.resolve(config=config, project=project)
     except ConfigError as exc:
         return [*findings, Finding(file=exc.file or "(configuration)", problems=exc.problems)], ()
-    return [*findings, *(Finding(file=str(file)) for file in resolved.files)], resolved.warnings
+    warnings = (*resolved.warnings, *resolved.trust.lines())
+    return [*findings, *(Finding(file=str(file)) for file in resolved.files)], warnings
 
 
 # ----------------------------------------------------------------------- init / import
