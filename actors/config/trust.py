@@ -424,6 +424,8 @@ def update_store(
             )
         records = change(dict(store.records))
         temporary = path.with_name(f".{path.name}.{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)  # left by a writer that died: we hold the lock
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as file:
