@@ -36,7 +36,7 @@ up enabled are expanded, so an unused server's missing variable is not an error.
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,7 @@ from assern.actors.config.spec import (
     ServerSpec,
     Settings,
 )
+from assern.actors.config.trust import Untrusted
 
 
 def resolve_config(
@@ -174,7 +175,10 @@ def resolve_config(
         if spec is not None:
             servers[name] = spec
             warnings += policy_warnings(spec)
-    problems.raise_first(files)
+    try:
+        problems.raise_first(files)
+    except ConfigError as exc:
+        raise _with_trust_note(exc, read.trust.untrusted) from None
     profiles = _profiles(source.profiles, local.profiles if local else {})
     warnings += profile_warnings(profiles, servers)
 
@@ -200,6 +204,19 @@ def resolve_config(
         ),
         trust=read.trust,
     )
+
+
+def _with_trust_note(error: ConfigError, untrusted: Sequence[Untrusted]) -> ConfigError:
+    """The error, and a word on the folders left out: a variable the global config takes
+    from a project's `.assern/.env` is undefined until that folder is trusted."""
+    if not untrusted:
+        return error
+    notes = tuple(
+        f"(not read: {item.project.folder}'s own files, which are not trusted; "
+        f"if a value should come from them, review and allow them with `{item.command}`)"
+        for item in untrusted
+    )
+    return ConfigError(error.file, (*error.problems, *notes))
 
 
 def _potential_files(

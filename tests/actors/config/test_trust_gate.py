@@ -183,3 +183,17 @@ def test_an_empty_assern_folder_marks_a_root_and_asks_nothing(world: World) -> N
     resolved = world.resolve(cwd="repo", trusted=False)
     assert resolved.project == "repo"
     assert resolved.trust.untrusted == ()
+
+
+def test_a_variable_from_an_untrusted_dotenv_is_undefined_and_the_error_says_why(world: World) -> None:
+    config = world.global_config('[servers.gh]\ncommand = "gh"\nenv = { TOKEN = "${REPO_TOKEN}" }\n')
+    world.write("repo/.assern/.env", "REPO_TOKEN=t\n")
+    with pytest.raises(ConfigError) as refused:
+        world.resolve(cwd="repo", trusted=False)
+    assert refused.value.file == str(config)
+    assert "undefined variable 'REPO_TOKEN'" in refused.value.problems[0]
+    assert refused.value.problems[-1] == (
+        f"(not read: {world.home / 'repo'}'s own files, which are not trusted; if a value should come "
+        f"from them, review and allow them with `assernctl trust {world.home / 'repo'}`)"
+    )
+    assert world.resolve(cwd="repo", trusted=True).servers["gh"].env["TOKEN"] == "t"
