@@ -507,7 +507,7 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"assern: configuration error\n{exc}", file=sys.stderr)
         return 2
-    for warning in config.warnings:
+    for warning in (*config.warnings, *config.trust.lines()):
         print(f"assern: warning: {warning}", file=sys.stderr)
     nothing = no_servers_line(config) if args.command in ("serve", "daemon") else None
     if nothing is not None:

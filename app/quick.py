@@ -153,6 +153,8 @@ def quick_proxy(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     sock = _connect(hint)
     if sock is None:
         return None
+    for line in hint.get("notices", ()):
+        sys.stderr.write(f"assern: warning: {line}\n")
     options = dict(zip(args[::2], args[1::2], strict=True))
     level = options.get("--log-level", "info").lower()
     profile = options.get("--profile") or environ.get(PROFILE_VARIABLE) or None

@@ -8,12 +8,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from assern.actors.config.discover import config_path_for
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.control_client import ControlError, ControlUnavailable, request
@@ -23,6 +21,7 @@ from assern.app.running import environ, loader
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 
 class Usage(Exception):
@@ -89,11 +88,11 @@ def load_config(args: argparse.Namespace) -> tuple[ResolvedConfig, Callable[[], 
     """The configuration `list` and `call` use on their own (direct mode).
 
     Without `--config` and without a global assern config, cllm-mcp's files are found as
-    cllm-mcp finds them (./mcp-config.json, ./.mcp-config.json, ~/.config/cllm-mcp/).
+    cllm-mcp finds them (./mcp-config.json, ./.mcp-config.json, ~/.config/cllm-mcp/), as
+    `assern serve` finds them (actors/config/discover.py); the working folder's own
+    file applies once the folder is trusted.
     """
-    env = environ()
-    path = config_path_for(args.config, cwd=Path.cwd(), environ=env, assern_home=default_assern_home(env))
-    load = loader(path, args.project, env)
+    load = loader(args.config, args.project, environ())
     try:
         return load(), load
     except ConfigError as exc:

@@ -20,6 +20,7 @@ from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
 from assern.app.ctl.tokens import cmd_token
+from assern.app.ctl.trust import cmd_trust, cmd_untrust
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
     doctor.add_argument("--project", help="project (default: detected from the directory)")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _trust_parser(sub)
 
     logs = sub.add_parser("logs", help="print (and follow) the log, readably")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
@@ -112,6 +114,25 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--grep", help="only lines containing this text (case-insensitive)")
     logs.add_argument("--json", action="store_true", help="the raw JSON lines")
     return parser
+
+
+def _trust_parser(sub: Any) -> None:
+    """`assernctl trust [PATH]`, `trust --list`, `untrust PATH` (app/ctl/trust.py)."""
+    trust = sub.add_parser(
+        "trust",
+        help="review a folder's own configuration (.assern/, mcp-config.json) and let assern run it",
+        description="Show what the configuration files of PATH (default: the current folder) would "
+        "start, ask, and record them as trusted; a running instance applies it at once. See "
+        "docs/security.md.",
+    )
+    trust.add_argument("path", nargs="?", metavar="PATH", help="the folder (default: the current one)")
+    trust.add_argument("--yes", "-y", action="store_true", help="trust without asking (for scripts)")
+    trust.add_argument("--list", action="store_true", help="the trusted folders, and whether they changed")
+    untrust = sub.add_parser("untrust", help="forget a folder's trust: its configuration stops running")
+    untrust.add_argument("path", metavar="PATH", help="the folder (it may be gone already)")
+    for command in (trust, untrust):
+        command.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
+        command.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _context_parser(sub: Any) -> None:
@@ -162,6 +183,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "context": cmd_context,
     "clients": cmd_clients,
     "doctor": cmd_doctor,
+    "trust": cmd_trust,
+    "untrust": cmd_untrust,
 }
 
 

@@ -87,6 +87,8 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     clients = doc.get("clients") or []
     lines.append(f"  clients  {len(clients)}")
     lines += [f"    {client_line(c)}" for c in clients]
+    for line in (doc.get("trust") or {}).get("lines") or ():
+        lines.append(f"  ! {line}")
     if doc.get("reload_error"):
         lines.append("  ! the last reload failed; the configuration before it stays in force:")
         lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]

@@ -255,7 +255,7 @@ class DaemonHost:
             welcome = {
                 "view": view.label,
                 "project": config.project,
-                "warnings": list(config.warnings),
+                "warnings": [*config.warnings, *config.trust.lines()],
                 # lines the client's `assern serve` prints on stderr as they are
                 "notices": [nothing] if nothing is not None else [],
             }

@@ -371,3 +371,38 @@ async def test_two_projects_whose_server_differs_in_env_get_two_backends(assern_
             assert names[1].startswith("alpha~")  # the second key's pool name
             in_a.leave()
             in_b.leave()
+
+
+async def test_through_the_daemon_only_the_trusted_projects_own_servers_run(assern_env: AssernEnv) -> None:
+    """Two project folders with their own `.assern/config.toml`, each with a server that
+    leaves a marker when it starts; one folder trusted: only its server runs."""
+    from test_trust import marker_server
+
+    (assern_env.assern_home / "config.toml").write_text(server_table("alpha"))
+    trusted, untrusted = assern_env.work / "trusted", assern_env.work / "untrusted"
+    for folder in (trusted, untrusted):
+        (folder / ".assern").mkdir(parents=True)
+        (folder / ".assern" / "config.toml").write_text(marker_server(folder / "started"))
+    with trio.fail_after(90):
+        granted = await ctl(assern_env, "trust", "--yes", cwd=trusted)
+        assert granted.returncode == 0, granted.stderr.decode()
+        async with workstation(assern_env):
+            async with Client(serve_in(assern_env, trusted), mode="legacy") as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert {"alpha_echo", "build_echo"} <= names
+            joined = await trio.run_process(
+                [assern_command(), "serve"],
+                env=assern_env.env,
+                cwd=str(untrusted),
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            async with Client(serve_in(assern_env, untrusted), mode="legacy") as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert "alpha_echo" in names
+                assert "build_echo" not in names
+    assert (trusted / "started").exists()
+    assert not (untrusted / "started").exists()
+    assert "assernctl trust" in joined.stderr.decode()
