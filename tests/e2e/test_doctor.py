@@ -113,7 +113,7 @@ async def test_doctor_against_a_running_instance(
         # One server alone: the healthy one passes; an unknown name is a usage error.
         healthy = await ctl(assern_env, "doctor", "--server", "healthy", "--config", str(config))
         assert healthy.returncode == 0, out(healthy)
-        assert out(healthy).splitlines()[-1] == "verdict: ok: 0 failure(s), 0 warning(s), 13 ok"
+        assert out(healthy).splitlines()[-1] == "verdict: ok: 0 failure(s), 0 warning(s), 14 ok"
         assert ("ok", "backend.failed", "no backend failed (1 backend(s))") in rows(out(healthy))
         unknown = await ctl(assern_env, "doctor", "--server", "nope", "--config", str(config))
         assert unknown.returncode == 2
@@ -151,7 +151,7 @@ async def test_doctor_with_no_configuration_no_instance_and_no_path(
     )
     assert "fix: assernctl config init" in out(done)
     assert found["daemon.answers"][1].startswith("no instance runs for this configuration")
-    assert out(done).splitlines()[-1] == "verdict: fail: 1 failure(s), 0 warning(s), 8 ok"
+    assert out(done).splitlines()[-1] == "verdict: fail: 1 failure(s), 0 warning(s), 9 ok"
     assert err(done) == ""
     assert not (assern_env.assern_home / "run").exists()  # nothing was created
 
@@ -173,7 +173,8 @@ async def test_doctor_with_no_configuration_no_instance_and_no_path(
 
 async def test_zero_servers_is_said_by_serve_daemon_status_and_doctor(assern_env: AssernEnv) -> None:
     looked = f"{assern_env.assern_home}/config.toml, {assern_env.work}/.assern/config.toml"
-    line = f"assern: no server to serve: no configuration found (looked for {looked}); see `assernctl doctor`"
+    # (and then the mcpServers files it would read: cllm-mcp's)
+    line_start = f"assern: no server to serve: no configuration found (looked for {looked}"
     process = await trio.lowlevel.open_process(
         [assern_command(), "daemon"],
         env=assern_env.env,
@@ -194,7 +195,9 @@ async def test_zero_servers_is_said_by_serve_daemon_status_and_doctor(assern_env
                 capture_stdout=True,
                 capture_stderr=True,
             )
-        assert line in err(served).splitlines()
+        said = [text for text in err(served).splitlines() if text.startswith(line_start)]
+        assert said, err(served)
+        assert said[0].endswith("); see `assernctl doctor`")
         assert events(assern_env, "config_no_servers")[0]["doctor"] == "config.no_servers"
         # its view stays a little after its client left: status and doctor see it
         status = out(await ctl(assern_env, "status"))

@@ -30,6 +30,7 @@ from assern.app.ctl.doctor.checks.instance import (
     daemon_build,
     http_port,
 )
+from assern.app.ctl.doctor.checks.trust import trust_untrusted
 
 if TYPE_CHECKING:
     from assern.app.ctl.doctor.facts import Facts
@@ -54,7 +55,7 @@ CHECKS: tuple[Check, ...] = (
 #: (each MCP client `assernctl clients` finds, and whether it reaches assern, bypasses it
 #: or duplicates its backends) and the project trust check. Each adds the facts it reads
 #: to `Facts` (filled in gather.py from its command's own function) and its check here.
-CONTRIBUTED: tuple[Check, ...] = (clients_reach,)
+CONTRIBUTED: tuple[Check, ...] = (clients_reach, trust_untrusted)
 
 
 def run_checks(facts: Facts, checks: tuple[Check, ...] = CHECKS + CONTRIBUTED) -> list[Finding]:
