@@ -143,6 +143,34 @@ def last_lines(path: Path, keep: LogFilter, count: int | None, *, upto: int | No
     return list(found)
 
 
+#: Bytes at the end of the log that `tail_events` reads.
+TAIL_BYTES = 256 * 1024
+
+
+def tail_events(path: Path, level: str | None, count: int) -> list[dict[str, Any]]:
+    """The last `count` events at `level` and above, oldest first (the status page's log).
+
+    Reads only the last `TAIL_BYTES` of the current log, so its cost does not grow
+    with the log; fewer events come back when fewer lines match there.
+    """
+    keep = LogFilter(level=level)
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_BYTES))
+            data = handle.read(TAIL_BYTES)
+    except FileNotFoundError:
+        return []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    whole = lines[1:-1] if size > TAIL_BYTES else lines[:-1]  # a line cut at either end is left out
+    found: deque[dict[str, Any]] = deque(maxlen=count)
+    for line in whole:
+        event = parse(line) if keep.accepts(line) else None
+        if event is not None:
+            found.append(event)
+    return list(found)
+
+
 class Follower:
     """Reads whole lines appended to a log file, across rotation and truncation.
 

@@ -27,7 +27,8 @@ from assern.actors.config.listen import Bind
 from assern.actors.gate.asyncio_host import AsyncioHost
 from assern.actors.identity import __version__
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
-from assern.actors.listener.control import ControlPlane
+from assern.actors.listener.control import ControlPlane, status_document
+from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
@@ -43,9 +44,11 @@ from assern.actors.search.semantic_actor import SemanticActor
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
 from assern.app.instance import InstanceLock, fingerprint
+from assern.app.logtail import tail_events
 from assern.supervisor.cell import Cell
+from assern.supervisor.io.logs import LOG_FILE
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
-from assern.supervisor.mailbox import open_mailbox
+from assern.supervisor.mailbox import call, open_mailbox
 from assern.supervisor.spec import (
     ChildKind,
     ChildSpec,
@@ -58,8 +61,9 @@ from assern.supervisor.spec import (
 from assern.supervisor.supervisor import open_supervisor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
+    from typing import Any
 
     import mcp_types as types
 
@@ -211,6 +215,10 @@ class Tree:
             expected=lambda: search_expected(self.config.value.settings),
             searched=self.shared.searched,
         )
+        self.page_send, self._page_recv = open_mailbox[OpenPage](4)
+        #: the status page of a primary, served from the first `assernctl web` on
+        self.page: PageActor | None = None
+        self.log_path = run_dir.parent / "logs" / LOG_FILE if run_dir is not None else None
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(
             self.shared,
@@ -263,7 +271,9 @@ class Tree:
             backends=self.backends_send,
             reload=self.reload_and_wait,
             shutdown=self.shutdown,
+            page=self._open_page,
         )
+        self.page = PageActor(self._page_recv, status=lambda: status_document(plane), logs=self._log_tail)
         return SocketService(
             mcp=primary.mcp,
             control=primary.control,
@@ -271,6 +281,15 @@ class Tree:
             lock=lambda: InstanceLock(primary.lock).hold(),
             linger=hosting.daemon,
         )
+
+    async def _open_page(self) -> PageAddress:
+        return await call(self.page_send, lambda reply: OpenPage(reply=reply))
+
+    async def _log_tail(self, level: str | None, count: int) -> Sequence[Mapping[str, Any]]:
+        path = self.log_path
+        if path is None:
+            return []
+        return await trio.to_thread.run_sync(tail_events, path, level, count)
 
     def _stdio_closed(self) -> None:
         if self.hosting is not None and self.hosting.launcher is not None:
@@ -378,6 +397,8 @@ class Tree:
             ChildSpec(id="learned", start=self.learned_actor.run, policy=_SEMANTIC_POLICY),
             # Last too: its restart (the asyncio loop reopened) restarts nothing else.
             ChildSpec(id="asyncio", start=self.asyncio_host.run, policy=_ASYNCIO_POLICY),
+            # A primary's status page (it waits for the first `assernctl web`), restarts alone.
+            *([ChildSpec(id="page", start=self.page.run, policy=_SEMANTIC_POLICY)] if self.page else []),
         ]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
