@@ -426,6 +426,8 @@ class Tree:
                             await trio.sleep_forever()
                 clean = True
             finally:
+                if self.page is not None:
+                    self.page.close()
                 if self.pids is not None:
                     self.pids.close()
                 if self.hosting is not None:

@@ -87,6 +87,11 @@ class PageActor:
                             served = True
                         reply_to(request.reply, outcome.Value(self._address()))
 
+    def close(self) -> None:
+        """Stop listening for good (the instance stops)."""
+        if self._sock is not None:
+            self._sock.close()
+
     def _address(self) -> PageAddress:
         assert self._sock is not None
         url = f"http://{HOST}:{self._sock.getsockname()[1]}/"
