@@ -5,7 +5,8 @@ file exists), `ghost` (its launcher is missing) and `flaky` (it exits at once, a
 and again). `assernctl web --print` signs the browser in; the page shows each row, its
 state and the doctor's id; `alpha`, killed while it cannot start, turns restarting and
 comes back, on the same page, without a reload; no console error; without JavaScript
-the page shows the same. Wrong and used codes, a foreign Host or Origin are refused.
+the page shows the same. Wrong and used codes, a foreign Host or Origin are refused;
+with no instance, `assernctl web` says so.
 """
 
 from __future__ import annotations
@@ -208,3 +209,7 @@ def test_the_status_page_in_a_browser(tmp_path: Path) -> None:
                 assert raw_get(code) == 403
             finally:
                 browser.close()
+    gone = ctl(env, cfg, "web", "--print")  # the instance stopped: nothing to open
+    assert gone.returncode == 1
+    assert "no assern instance runs" in gone.stderr
+    assert gone.stdout == ""
