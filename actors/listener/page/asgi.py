@@ -20,6 +20,7 @@ reason, never with a key.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -67,6 +68,13 @@ _FILES = {
     "/favicon.svg": ("favicon.svg", b"image/svg+xml"),
 }
 
+
+@functools.cache
+def _static(name: str) -> bytes:
+    """A file of static/, read once (a few hundred bytes each)."""
+    return (_STATIC / name).read_bytes()
+
+
 #: The status document (what the control socket's `status` answers).
 Status = Callable[[], Awaitable[Mapping[str, Any]]]
 #: The log's last `count` events at `level` and above, oldest first.
@@ -112,7 +120,7 @@ class PageApp:
             await self._login(send, query)
         elif path in _FILES:
             name, kind = _FILES[path]
-            await self._answer(send, 200, (_STATIC / name).read_bytes(), kind)
+            await self._answer(send, 200, _static(name), kind)
         elif path in ("/", "/events"):
             if not self.keys.admits(cookie_of(headers.get("cookie"))):
                 await self._refuse(send, Refusal(401, "not signed in: run `assernctl web`", "no_cookie"))
