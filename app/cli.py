@@ -15,6 +15,7 @@ answers the client's `initialize` while the tree is imported in a worker thread.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -27,7 +28,7 @@ import attrs
 import structlog
 import trio
 
-from assern.actors.config.home import default_assern_home
+from assern.actors.config.home import default_assern_home, user_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
 from assern.app.ctl.render import table
@@ -71,7 +72,7 @@ def _print_table(rows: Sequence[Mapping[str, str]], columns: Sequence[str]) -> N
 def _print_backend_problems(tree: Tree) -> None:
     for handle in tree.directory.value.values():
         status = handle.status
-        if status.state.value not in ("ready", "lazy"):
+        if status.state.value not in ("ready", "lazy", "dormant"):
             reason = status.last_error or status.last_exit or "not ready"
             print(f"! server '{handle.name}' is {status.state.value}: {reason}", file=sys.stderr)
 
@@ -302,6 +303,53 @@ async def _serve_tree(
         claim.release()
 
 
+def workstation_daemon(args: argparse.Namespace) -> int:
+    """`assern daemon` with no --config, --project or --http: one daemon for every project
+    and client of this `$ASSERN_HOME` (app/daemon/host.py)."""
+    from assern.app.daemon.start import DaemonRunning, activated, claim
+
+    with FullCollectionsDeferred():
+        from assern.app.daemon.host import DaemonHost
+
+    env = environ()
+    if not sharing_enabled(env):
+        print("assern daemon: nothing to do with ASSERN_NO_INSTANCE_SHARING set (no socket)", file=sys.stderr)
+        return 2
+    home = default_assern_home(env)
+    # Servers without a cwd run in the daemon's folder: the same for every start (and
+    # every project: docs/configuration.md, "Where servers run").
+    with contextlib.suppress(OSError):
+        os.chdir(user_home(env))
+    try:
+        claimed = activated(os.environ)
+        started_by = "socket activation" if claimed is not None else "command"
+        if claimed is None:
+            claimed = claim(home, env)
+    except DaemonRunning as exc:
+        print(f"assern daemon: {exc}; stop it first with `assernctl shutdown`", file=sys.stderr)
+        return 1
+    except InstanceError as exc:
+        print(f"assern daemon: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"assern daemon: pid {os.getpid()}, MCP socket {claimed.slot.mcp}, "
+        f"control socket {claimed.slot.control}",
+        file=sys.stderr,
+        flush=True,
+    )
+    host = DaemonHost(
+        assern_home=home,
+        mcp=claimed.mcp,
+        control=claimed.control,
+        mcp_path=claimed.slot.mcp,
+        control_path=claimed.slot.control,
+        idle_exit=args.idle_exit,
+        started_by=started_by,
+    )
+    trio.run(host.run)
+    return 0
+
+
 def cmd_daemon(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> int:
     from assern.app.election import Proxy
 
@@ -399,7 +447,11 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("serve", "serve the aggregate over MCP on stdio (shares one instance per configuration)"),
-        ("daemon", "run the shared instance with no stdio client, until `assernctl shutdown` or SIGTERM"),
+        (
+            "daemon",
+            "run the workstation daemon for every project (with --config/--project: one "
+            "configuration's shared instance), until `assernctl shutdown` or SIGTERM",
+        ),
         ("list", "the aggregated tools: of the running instance if any, else of a fresh start"),
         ("demo", "run on the bundled example backends (serves stdio when stdin is not a terminal)"),
     ):
@@ -423,6 +475,15 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
             )
         if name == "serve":
             cmd.add_argument("--no-stdio", action="store_true", help="serve HTTP only (with --http)")
+        if name == "daemon":
+            cmd.add_argument(
+                "--idle-exit",
+                type=float,
+                default=0.0,
+                metavar="SECONDS",
+                help="without --config/--project: exit after this long with no client and no "
+                "configuration in use (default 0: never)",
+            )
         if name == "list":
             cmd.add_argument("--json", action="store_true", help="machine-readable output")
             cmd.add_argument("--fresh", action="store_true", help="start the backends anew for this listing")
@@ -433,6 +494,9 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
     if args.command == "list":  # as `assernctl list`: the running instance first
         return _list(args)
     env = environ()
+    if args.command == "daemon" and args.config is None and args.project is None and args.http is None:
+        with configure_logging(default_assern_home(env) / "logs", level=args.log_level, quiet=CHATTY_LOGGERS):
+            return workstation_daemon(args)
     if args.command == "demo":
         args.config, args.project = demo_config_path(), None
     load = loader(args.config, args.project, env)

@@ -100,36 +100,38 @@ class Proxy:
     fingerprint: str
 
 
-class _Seen(enum.Enum):
+class Seen(enum.Enum):
     FREE = "free"  #: nobody there (stale files were removed)
     OCCUPIED = "occupied"  #: somebody listens there, not (or not provably) our configuration
     ANSWERED = "answered"  #: an instance said hello
 
 
-def _look(slot: Slot, timeout: float) -> tuple[_Seen, dict[str, Any] | None]:
+def look(slot: Slot, timeout: float) -> tuple[Seen, dict[str, Any] | None]:
+    """Who is at `slot`: free (stale files removed), occupied, or an instance that said hello."""
     try:
         hello = request(slot.control, "hello", timeout=timeout, connect_timeout=timeout)
     except ControlUnavailable:
         pass
     except ControlError:
-        return _Seen.OCCUPIED, None  # an instance that speaks another protocol
+        return Seen.OCCUPIED, None  # an instance that speaks another protocol
     else:
-        return (_Seen.ANSWERED, hello) if isinstance(hello, dict) else (_Seen.OCCUPIED, None)
+        return (Seen.ANSWERED, hello) if isinstance(hello, dict) else (Seen.OCCUPIED, None)
     states = {probe(slot.control, timeout), probe(slot.mcp, timeout)}
     if Liveness.LIVE in states:
-        return _Seen.OCCUPIED, None  # hung, or somebody else's: never remove what may be in use
+        return Seen.OCCUPIED, None  # hung, or somebody else's: never remove what may be in use
     if Liveness.STALE in states:
         for path in (slot.mcp, slot.control):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
         log.info("stale_socket_removed", slot=slot.name, path=str(slot.mcp))
-    return _Seen.FREE, None
+    return Seen.FREE, None
 
 
-def _bind(slot: Slot) -> tuple[UnixListener, UnixListener]:
+def bind_slot(slot: Slot) -> tuple[UnixListener, UnixListener]:
+    """Listen on the slot's MCP and control sockets (leftover files replaced)."""
     for path in (slot.mcp, slot.control):
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)  # a leftover nobody listens at (see _look)
+            os.unlink(path)  # a leftover nobody listens at (see look)
     mcp = UnixListener.bind(slot.mcp)
     try:
         control = UnixListener.bind(slot.control)
@@ -165,8 +167,8 @@ def elect(
         occupied: set[str] = set()
         existing = os.listdir(directory.path)
         for slot in candidate_slots(directory.path, config.project, digest, existing):
-            seen, hello = _look(slot, hello_timeout)
-            if seen is _Seen.ANSWERED and hello is not None and hello.get("fingerprint") == digest:
+            seen, hello = look(slot, hello_timeout)
+            if seen is Seen.ANSWERED and hello is not None and hello.get("fingerprint") == digest:
                 try:
                     sock = connect_unix(slot.mcp, hello_timeout)
                 except ControlUnavailable:
@@ -175,14 +177,14 @@ def elect(
                 pid = hello.get("pid") if isinstance(hello.get("pid"), int) else None
                 log.info("instance_proxy", slot=slot.name, primary_pid=pid, socket=str(slot.mcp))
                 return Proxy(slot=slot, sock=sock, pid=pid, lock=lock.path, fingerprint=digest)
-            if seen is not _Seen.FREE:
+            if seen is not Seen.FREE:
                 occupied.add(slot.name)
         home = home_slot(directory.path, config.project)
         slot = home if home.name not in occupied else own_slot(directory.path, config.project, digest)
         if slot.name in occupied:
             raise InstanceError(f"{slot.mcp} is held by an instance that does not answer; stop or remove it")
         try:
-            mcp, control = _bind(slot)
+            mcp, control = bind_slot(slot)
         except OSError as exc:
             raise InstanceError(f"cannot listen on {slot.mcp}: {exc.strerror or exc}") from None
         log.info("instance_primary", slot=slot.name, socket=str(slot.mcp), control=str(slot.control))

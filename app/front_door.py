@@ -68,7 +68,7 @@ MAX_KEPT = 64 * 1024 * 1024
 _GONE = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
-class _Replay(trio.abc.ReceiveStream):
+class Replay(trio.abc.ReceiveStream):
     """What the door kept, then the live stream (which ended already when `eof`)."""
 
     def __init__(self, kept: bytes, live: trio.abc.ReceiveStream, *, eof: bool) -> None:
@@ -227,7 +227,7 @@ class FrontDoor:
             await self._stopped.wait()
         kept, self._kept = bytes(self._kept), bytearray()
         self._wire = Wire(
-            receive=_Replay(kept, self._receive, eof=self._eof), send=self._send, answered=self._answered
+            receive=Replay(kept, self._receive, eof=self._eof), send=self._send, answered=self._answered
         )
         log.info("stdio_taken_over", kept_bytes=len(kept), answered=self._answered is not None, eof=self._eof)
         return self._wire

@@ -13,12 +13,14 @@ elects and writes a fresh hint.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
 from assern.actors.config.home import assern_home_folder
 from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
+from assern.app.daemon.hello import DAEMON_SLOT, hello_line, socket_folder
 from assern.app.hint import (
     PROFILE_VARIABLE,
     config_environ,
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
 #: How long the quick path waits for the lock and for `hello` before it gives up.
 LOCK_WAIT = 2.0
 HELLO_TIMEOUT = 10.0
+#: How long the daemon may take to resolve a connection's configuration and welcome it.
+WELCOME_TIMEOUT = 60.0
+MAX_WELCOME = 1 << 20
 
 
 def _lock(path: str) -> InstanceLock | None:
@@ -63,6 +68,73 @@ def _connect(hint: Mapping[str, Any]) -> socket.socket | None:
         return None
     finally:
         lock.release()
+
+
+def _welcome(sock: socket.socket) -> dict[str, Any] | None:
+    """The daemon's one-line answer to our hello (read a byte at a time: nothing after it
+    is ours to take), or None when it hung up or said something else."""
+    line = bytearray()
+    try:
+        while not line.endswith(b"\n") and len(line) < MAX_WELCOME:
+            byte = sock.recv(1)
+            if not byte:
+                return None
+            line += byte
+        answer = json.loads(line)
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> int | None:
+    """Serve this client through the running workstation daemon, if one answers; return the
+    exit status, or None to take the other paths (no daemon, or not a plain `serve`)."""
+    args = serve_arguments(argv)
+    if args is None or not sharing_enabled(environ):
+        return None
+    env = config_environ(environ)
+    home = assern_home_folder(env)
+    folder = socket_folder(home, env, os.getuid())
+    if folder is None:
+        return None
+    mcp = os.path.join(folder, DAEMON_SLOT + ".sock")
+    try:
+        sock = connect_unix(mcp, HELLO_TIMEOUT)  # type: ignore[arg-type]  # a str serves: no pathlib here
+    except ControlUnavailable:
+        return None
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    config = options.get("--config")
+    hello = hello_line(
+        cwd=cwd,
+        environ=environ,
+        config=os.path.join(cwd, config) if config else None,
+        project=options.get("--project"),
+        profile=options.get("--profile") or environ.get(PROFILE_VARIABLE) or None,
+    )
+    sock.settimeout(WELCOME_TIMEOUT)
+    try:
+        sock.sendall(hello)
+    except OSError:
+        sock.close()
+        return None
+    answer = _welcome(sock)
+    params = answer.get("params") if answer is not None else None
+    if answer is None or not isinstance(params, dict):
+        sock.close()
+        print("assern: the daemon did not answer; see its log (`assernctl logs`)", file=sys.stderr)
+        return 1
+    if answer.get("method") == "assern/refused":
+        sock.close()
+        print(f"assern: {params.get('error')}", file=sys.stderr)
+        return 2
+    for warning in params.get("warnings") or ():
+        print(f"assern: warning: {warning}", file=sys.stderr)
+    level = options.get("--log-level", "info").lower()
+    log_file = os.path.join(home, "logs", LOG_FILE)
+    log_event(log_file, level, "daemon_joined", view=params.get("view"), socket=mcp)
+    sock.settimeout(None)
+    exec_bridge(sock, slot=DAEMON_SLOT, log_file=log_file, log_level=level)
+    raise AssertionError("unreachable: exec replaced this process")
 
 
 def quick_proxy(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> int | None:
@@ -96,7 +168,9 @@ def main() -> int:
     except OSError:
         cwd = None
     if cwd is not None:
-        code = quick_proxy(argv, os.environ, cwd)
+        code = daemon_shim(argv, os.environ, cwd)
+        if code is None:
+            code = quick_proxy(argv, os.environ, cwd)
         if code is not None:
             return code
     from assern.app.loading import FullCollectionsDeferred, import_structlog_lean

@@ -94,7 +94,7 @@ async def list_rows(
         problems = [
             f"server '{h.name}' is {h.status.state.value}: {h.status.last_error or h.status.last_exit}"
             for h in tree.directory.value.values()
-            if h.status.state.value not in ("ready", "lazy")
+            if h.status.state.value not in ("ready", "lazy", "dormant")
         ]
         return await body(tree), problems
 

@@ -22,6 +22,8 @@ import structlog
 import trio
 
 from assern.actors.backend.backends import BackendsActor, BackendsMsg, Directory
+from assern.actors.backend.pool import BackendPool, ViewBackends
+from assern.actors.backend.saved_catalog import CatalogStore, catalog_folder
 from assern.actors.config.actor import ConfigActor, ConfigMsg, Reload
 from assern.actors.config.listen import Bind
 from assern.actors.gate.asyncio_host import AsyncioHost
@@ -70,6 +72,7 @@ if TYPE_CHECKING:
     from assern.actors.config.listen import ListenSpec
     from assern.actors.config.spec import ResolvedConfig
     from assern.actors.listener.http.server import HttpListen
+    from assern.actors.listener.page.asgi import LogTail
     from assern.actors.search.semantic import Semantic
     from assern.app.front_door import FrontDoor
 
@@ -117,6 +120,18 @@ class HttpSocket:
         return str(attrs.evolve(self.bind, port=self.sock.getsockname()[1]))
 
 
+def log_reader(path: Path | None) -> LogTail:
+    """The status page's log tail: the last lines of the log at `path` (none without one),
+    read in a worker thread."""
+
+    async def read(level: str | None, count: int) -> Sequence[Mapping[str, Any]]:
+        if path is None:
+            return []
+        return await trio.to_thread.run_sync(tail_events, path, level, count)
+
+    return read
+
+
 class Tree:
     """Everything one running assern holds: cells, mailboxes and the four core actors.
 
@@ -138,6 +153,8 @@ class Tree:
         door: FrontDoor | None = None,
         stdio_profile: str | None = None,
         http: HttpSocket | None = None,
+        pool: BackendPool | None = None,
+        label: str = "",
     ) -> None:
         self.handle_signals = handle_signals
         self.hosting = hosting
@@ -161,14 +178,27 @@ class Tree:
         self.router_send, router_recv = open_mailbox[RouterMsg](64)
         self.notes_send, notes_recv = open_mailbox[BackendNote](64)
 
-        self.backends = BackendsActor(
-            backends_recv,
-            router=self.router_send,
-            on_notification=self._note,
-            directory=self.directory,
-            settled=self.settled,
-            pids=self.pids,
-        )
+        self.backends: BackendsActor | ViewBackends
+        if pool is not None:  # a view of the workstation daemon: its backends are shared
+            self.backends = ViewBackends(
+                pool,
+                backends_recv,
+                label=label,
+                router=self.router_send,
+                on_notification=self._note,
+                directory=self.directory,
+                settled=self.settled,
+            )
+        else:
+            self.backends = BackendsActor(
+                backends_recv,
+                router=self.router_send,
+                on_notification=self._note,
+                directory=self.directory,
+                settled=self.settled,
+                pids=self.pids,
+                catalogs=CatalogStore(catalog_folder(run_dir.parent)) if run_dir is not None else None,
+            )
         self.config_actor = ConfigActor(
             config_recv, load=load, current=self.config, backends=self.backends_send
         )
@@ -261,7 +291,20 @@ class Tree:
             daemon=hosting.daemon,
             version=__version__,
         )
-        plane = ControlPlane(
+        plane = self.control_plane(info)
+        logs = log_reader(self.log_path)
+        self.page = PageActor(self._page_recv, status=lambda: status_document(plane), logs=logs)
+        return SocketService(
+            mcp=primary.mcp,
+            control=primary.control,
+            plane=plane,
+            lock=lambda: InstanceLock(primary.lock).hold(),
+            linger=hosting.daemon,
+        )
+
+    def control_plane(self, info: InstanceInfo) -> ControlPlane:
+        """What the control socket may see and steer of this tree."""
+        return ControlPlane(
             info=info,
             shared=self.shared,
             config=self.config,
@@ -271,25 +314,12 @@ class Tree:
             backends=self.backends_send,
             reload=self.reload_and_wait,
             shutdown=self.shutdown,
-            page=self._open_page,
-        )
-        self.page = PageActor(self._page_recv, status=lambda: status_document(plane), logs=self._log_tail)
-        return SocketService(
-            mcp=primary.mcp,
-            control=primary.control,
-            plane=plane,
-            lock=lambda: InstanceLock(primary.lock).hold(),
-            linger=hosting.daemon,
+            # a primary serves its page; a workstation daemon's view has the daemon's
+            page=self._open_page if self.hosting is not None else None,
         )
 
     async def _open_page(self) -> PageAddress:
         return await call(self.page_send, lambda reply: OpenPage(reply=reply))
-
-    async def _log_tail(self, level: str | None, count: int) -> Sequence[Mapping[str, Any]]:
-        path = self.log_path
-        if path is None:
-            return []
-        return await trio.to_thread.run_sync(tail_events, path, level, count)
 
     def _stdio_closed(self) -> None:
         if self.hosting is not None and self.hosting.launcher is not None:

@@ -45,6 +45,7 @@ from assern.supervisor.trionics import main_error, raise_unwrapped
 
 if TYPE_CHECKING:
     from assern.actors.backend.messages import BackendRequest, Origin
+    from assern.actors.backend.saved_catalog import CatalogStore
     from assern.actors.config.spec import ServerSpec
 
 log = structlog.get_logger()
@@ -55,6 +56,13 @@ PING_TIMEOUT = 10.0
 
 #: (server, notification) for notifications clients should see: logs, resource updates
 NotificationSink = Callable[[str, types.ServerNotification], None]
+
+
+def _counted(status: BackendStatus, listing: BackendListing) -> BackendStatus:
+    """`status` with the counts of what `listing` offers."""
+    return attrs.evolve(
+        status, tools=len(listing.tools), resources=len(listing.resources), prompts=len(listing.prompts)
+    )
 
 
 class BackendActor:
@@ -69,6 +77,7 @@ class BackendActor:
         on_notification: NotificationSink,
         on_idle: Callable[[str], None] = lambda _server: None,
         on_spawn: Callable[[str, int | None], None] = lambda _server, _pid: None,
+        catalogs: CatalogStore | None = None,
     ) -> None:
         self.spec = spec
         self.inbox = inbox
@@ -81,7 +90,11 @@ class BackendActor:
             transport=spec.transport,
             state=BackendState.LAZY if spec.start == "lazy" else BackendState.STARTING,
         )
-        self.listing: BackendListing | None = None
+        self._catalogs = catalogs
+        #: what it offers: saved from an earlier run until it lists (saved_catalog.py)
+        self.listing: BackendListing | None = catalogs.load(spec) if catalogs is not None else None
+        if self.listing is not None:
+            self._status = _counted(self._status, self.listing)
         self._link = ProcessLink()
         self._ended = trio.Event()
         self._end: Exception | None = None
@@ -396,7 +409,9 @@ class BackendActor:
             capabilities=caps,
             instructions=session.instructions,
         )
-        self._set(tools=len(tools), resources=len(resources), prompts=len(prompts))
+        self._status = _counted(self._status, self.listing)
+        if self._catalogs is not None:
+            await trio.to_thread.run_sync(self._catalogs.save, self.spec, self.listing)
 
     def _refused(self, listing: str, error: RpcError) -> None:
         """An optional listing the backend refused: it has none; say so once per listing."""

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     import mcp_types as types
 
+    from assern.actors.backend.saved_catalog import CatalogStore
     from assern.actors.router.catalog import BackendListing
     from assern.supervisor.cell import Cell
     from assern.supervisor.io.process import PidRegistry
@@ -67,8 +68,10 @@ class BackendsActor:
         settled: trio.Event,
         rng: random.Random | None = None,
         pids: PidRegistry | None = None,
+        catalogs: CatalogStore | None = None,
     ) -> None:
         self.inbox = inbox
+        self._catalogs = catalogs
         self._router = router
         self._on_notification = on_notification
         self.directory = directory
@@ -151,6 +154,7 @@ class BackendsActor:
             on_notification=self._on_notification,
             on_idle=lifecycle("idle"),
             on_spawn=self._pids.record if self._pids is not None else lambda _server, _pid: None,
+            catalogs=self._catalogs,
         )
         wake = lifecycle("wake")
         self._actors[spec.name] = actor
@@ -174,14 +178,28 @@ class BackendsActor:
         for handle in fresh:
             current[handle.name] = handle
         self.directory.set({name: current[name] for name in desired})
+        if any(handle.listing is not None for handle in fresh):
+            poke(self._router, "*")  # saved listings are listed while their backends start
+        if self.settled.is_set() and self._nursery is not None:
+            # Later sets start in the background: the next desired set (another view's
+            # backends, in a daemon's pool) need not wait for these to start.
+            for handle in fresh:
+                self._nursery.start_soon(self._first_start, sup, handle)
+            return
         async with trio.open_nursery() as starting:
             for handle in fresh:
-                if handle.spec.start == "eager":
-                    starting.start_soon(sup.start_child, self._child_spec(self._actors[handle.name]))
-                else:
-                    starting.start_soon(self._probe, handle)
+                starting.start_soon(self._first_start, sup, handle)
         self.settled.set()
         poke(self._router, "*")
+
+    async def _first_start(self, sup: Supervisor, handle: BackendHandle) -> None:
+        actor = self._actors.get(handle.name)
+        if actor is None or handle.view is not actor:
+            return  # removed or replaced by a later desired set before it started
+        if handle.spec.start == "eager":
+            await sup.start_child(self._child_spec(actor))
+        else:
+            await self._probe(handle)
 
     async def _stop(self, sup: Supervisor, handle: BackendHandle) -> None:
         if handle.name in sup.status():
@@ -192,7 +210,11 @@ class BackendsActor:
         del self._actors[handle.name]
 
     async def _probe(self, handle: BackendHandle) -> None:
-        """Learn a lazy backend's listing with one short start, then let it sleep."""
+        """Learn a lazy backend's listing with one short start, then let it sleep (no
+        start when its listing was saved by an earlier run)."""
+        if handle.listing is not None:
+            self._actors[handle.name].mark(BackendState.LAZY)
+            return
         try:
             await self._actors[handle.name].probe()
         except Exception as exc:
@@ -207,14 +229,15 @@ class BackendsActor:
             if handle is None:
                 continue
             running = name in sup.status() and sup.status()[name].state is not ChildState.STOPPED
-            if what == "wake" and not running and handle.state is BackendState.LAZY:
+            if what == "wake" and not running and handle.state in (BackendState.LAZY, BackendState.DORMANT):
                 log.info("backend_lazy_start", server=name)
                 if name in sup.status():
                     await sup.terminate_child(name)
                 await sup.start_child(self._child_spec(self._actors[handle.name]))
             elif what == "idle" and running:
                 log.info("backend_sleep", server=name)
-                self._actors[handle.name].mark(BackendState.LAZY)  # first: its listing stays in the catalog
+                # First: its listing stays in the catalog.
+                self._actors[handle.name].mark(BackendState.DORMANT)
                 await sup.terminate_child(name)
                 if not self._inbox_empty(handle):
                     handle.wake()  # calls arrived while it was stopping

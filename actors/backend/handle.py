@@ -100,7 +100,7 @@ async def request(handle: BackendHandle, make: Callable[[Reply[T]], BackendReque
         )
     if state is BackendState.STOPPED:
         raise BackendUnavailable(handle.name, "it is stopped")
-    if state is BackendState.LAZY:
+    if state in (BackendState.LAZY, BackendState.DORMANT):
         handle.wake()
     reply: Reply[T]
     pending: Pending[T]

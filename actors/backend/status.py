@@ -10,6 +10,7 @@ import attrs
 
 class BackendState(enum.Enum):
     LAZY = "lazy"  #: configured, not started yet
+    DORMANT = "dormant"  #: stopped after idle_timeout, still listed; the next call starts it
     STARTING = "starting"
     READY = "ready"
     RESTARTING = "restarting"  #: waiting for its next attempt (see next_restart_at)

@@ -40,6 +40,10 @@ _PLAIN_FIELDS = tuple(
 )
 
 
+#: The variable `${ASSERN_PROJECT_ROOT}` (see `ResolveContext.lookup`).
+PROJECT_ROOT_VARIABLE = "ASSERN_PROJECT_ROOT"
+
+
 @attrs.frozen(kw_only=True)
 class ResolveContext:
     """What every server's resolution shares: the env layers and the active project."""
@@ -66,7 +70,17 @@ class ResolveContext:
             _values(lower or {}),
             _values(self.global_dotenv),
             dict(self.environ),
+            self._provided(),
         )
+
+    def _provided(self) -> dict[str, str]:
+        """What assern defines itself, below everything else: `ASSERN_PROJECT_ROOT`, the
+        project's root (the folder of its `.assern/`, else the folder resolved from), for
+        a server that works on the project's files (`cwd = "${ASSERN_PROJECT_ROOT}"`).
+        Only for `${VAR}`: it is not put in any process's environment."""
+        if self.default_root is None:
+            return {}
+        return {PROJECT_ROOT_VARIABLE: str(self.default_root)}
 
 
 class Problems:
@@ -160,6 +174,7 @@ def resolve_server(
         timeout=float(_value(fields, "timeout", 60.0)),
         startup_timeout=float(_value(fields, "startup_timeout", 30.0)),
         idle_timeout=_float_or_none(_value(fields, "idle_timeout", None)),
+        keep_alive=bool(_value(fields, "keep_alive", False)),
         protocol=_value(fields, "protocol", "legacy"),
         env_keys_from=env_keys_from,
     )

@@ -193,6 +193,8 @@ class SettingsConfig:
         default=None, validator=_AtLeast(MIN_NAME_LENGTH, "an integer", most=4096)
     )
     initialize_wait: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
+    #: seconds without a call before a backend goes dormant (0: never); servers may override
+    idle_timeout: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
     exposure: Exposure | None = None
     pinned: tuple[str, ...] | None = None
     max_tools: int | None = attrs.field(default=None, validator=_AtLeast(0, "an integer", most=MAX_COUNT))
@@ -330,7 +332,9 @@ class ServerConfig:
     start: StartMode | None = None
     timeout: float | None = attrs.field(default=None, validator=_positive())
     startup_timeout: float | None = attrs.field(default=None, validator=_positive())
-    idle_timeout: float | None = attrs.field(default=None, validator=_positive())
+    idle_timeout: float | None = attrs.field(default=None, validator=_AtLeast(0, "seconds"))
+    #: never put to sleep when idle (a browser, a logged-in session)
+    keep_alive: bool | None = None
     protocol: str | None = attrs.field(default=None, validator=_Protocol())
     disabled: bool | None = None
     #: a server assern provides itself, instead of `command` or `url`

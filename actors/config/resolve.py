@@ -86,6 +86,7 @@ from assern.actors.config.spec import (
     SearchSettings,
     ServerSpec,
     Settings,
+    dormancy,
 )
 from assern.actors.config.yaml_layout import yaml_available
 
@@ -201,6 +202,12 @@ def resolve_config(
     warnings += profile_warnings(profiles, servers)
 
     settings = _settings(source.settings, local.settings if local else None, profiles=profiles)
+    servers = {
+        name: attrs.evolve(
+            spec, idle_timeout=dormancy(spec.idle_timeout, spec.keep_alive, settings.idle_timeout)
+        )
+        for name, spec in servers.items()
+    }
     settings = attrs.evolve(
         settings,
         groups=_groups(source.groups, local.groups if local else {}),
@@ -277,6 +284,7 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
     defaults = Settings()
     naming, max_name_length = defaults.naming, defaults.max_name_length
     initialize_wait = defaults.initialize_wait
+    idle_timeout = defaults.idle_timeout
     exposure, pinned = defaults.exposure, defaults.pinned
     max_tools, max_list_tokens = defaults.max_tools, defaults.max_list_tokens
     search: dict[str, Any] = {}
@@ -293,6 +301,8 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
             max_name_length = layer.max_name_length
         if layer.initialize_wait is not None:
             initialize_wait = float(layer.initialize_wait)
+        if layer.idle_timeout is not None:
+            idle_timeout = float(layer.idle_timeout)
         exposure = layer.exposure if layer.exposure is not None else exposure
         pinned = layer.pinned if layer.pinned is not None else pinned
         max_tools = layer.max_tools if layer.max_tools is not None else max_tools
@@ -309,6 +319,7 @@ def _settings(*layers: SettingsConfig | None, profiles: tuple[Profile, ...] = ()
         naming=naming,
         max_name_length=max_name_length,
         initialize_wait=initialize_wait,
+        idle_timeout=idle_timeout,
         exposure=exposure,
         pinned=pinned,
         max_tools=max_tools,

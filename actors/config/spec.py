@@ -41,6 +41,17 @@ ValidateMode = Literal["off", "warn", "strict"]
 DescriptionFormat = Literal["text", "toon"]
 #: The word in `confirm` that means every tool that may change the world.
 DESTRUCTIVE = "destructive"
+#: `[settings] idle_timeout` when no file sets it: ten minutes without a call.
+DEFAULT_IDLE_TIMEOUT = 600.0
+
+
+def dormancy(own: float | None, keep_alive: bool, default: float) -> float | None:
+    """A backend's effective idle timeout: its own (None: not set) else the settings'
+    `default`; None (never dormant) for 0 or `keep_alive`."""
+    if keep_alive:
+        return None
+    seconds = default if own is None else own
+    return None if seconds <= 0 else float(seconds)
 
 
 @attrs.frozen(kw_only=True)
@@ -192,6 +203,8 @@ class Settings:
         naming: "prefix" always exposes `{server}_{tool}`; "hybrid" keeps a natural name
             when it is unique.
         max_name_length: Longest exposed name; longer ones are shortened deterministically.
+        idle_timeout: Seconds without a call before a backend goes dormant, for servers
+            that set none of their own (0: never).
         initialize_wait: Seconds a client's `initialize` may wait for backends whose
             capabilities are not known yet (neither ready nor remembered from an earlier
             run). 0 answers at once with what is known.
@@ -215,6 +228,7 @@ class Settings:
     naming: Naming = "prefix"
     max_name_length: int = 64
     initialize_wait: float = 0.0
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     exposure: Exposure = "all"
     pinned: tuple[str, ...] = ()
     max_tools: int | None = None
@@ -259,8 +273,11 @@ class ServerSpec:
         timeout: Seconds allowed for one call (progress resets them; the backend's wait
             on a client's answer does not count).
         startup_timeout: Seconds allowed for the backend to start and initialize.
-        idle_timeout: Seconds without calls after which a backend may be stopped; None
-            keeps it running.
+        idle_timeout: Seconds without calls after which the backend goes dormant (stopped,
+            its listing kept; the next call starts it again); None keeps it running. The
+            server's own `idle_timeout`, else `[settings] idle_timeout`; 0 in either, or
+            `keep_alive = true`, gives None.
+        keep_alive: The server opted out of dormancy (`keep_alive = true`).
         protocol: "legacy" (initialize handshake), "auto" (probe, then fall back) or a
             protocol version pin such as "2026-07-28".
         env_keys_from: For every env key supplied by a config layer or .env file (not by
@@ -282,6 +299,7 @@ class ServerSpec:
     timeout: float = 60.0
     startup_timeout: float = 30.0
     idle_timeout: float | None = None
+    keep_alive: bool = False
     protocol: str = "legacy"
     env_keys_from: Mapping[str, Provenance] = attrs.field(factory=dict, repr=False, hash=False)
 

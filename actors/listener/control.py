@@ -261,10 +261,19 @@ async def _context_reindex(plane: ControlPlane, command: Command) -> dict[str, A
 
 
 async def _web(plane: ControlPlane, command: Command) -> dict[str, Any]:
-    if plane.page is None:
+    return await web_reply(plane.page, command)
+
+
+async def web_reply(page: Callable[[], Awaitable[PageAddress]] | None, command: Command) -> dict[str, Any]:
+    """What `web` answers: the status page's address and a one-time sign-in address.
+
+    Raises:
+        ControlFailure: there is no page here, or it cannot be served.
+    """
+    if page is None:
         raise ControlFailure(proto.COMMAND_FAILED, "this instance serves no status page", None, command.id)
     try:
-        address = await plane.page()
+        address = await page()
     except OSError as exc:
         message = f"the status page cannot be served: {exc}"
         raise ControlFailure(proto.COMMAND_FAILED, message, None, command.id) from None

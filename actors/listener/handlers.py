@@ -93,6 +93,7 @@ class Handlers:
         catalog = self._routing.catalog
         if not catalog.lists_meta_tools_only:
             catalog = await self._routing.settled_catalog()
+        self._routing.listed.add("tools")
         return types.ListToolsResult(tools=catalog.tool_list)
 
     async def _call_tool(
@@ -293,13 +294,13 @@ class Handlers:
     async def _list_resources(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourcesResult:
-        catalog = await self._routing.settled_catalog()
+        catalog = await self._routing.catalog_to_list("resources")
         return types.ListResourcesResult(resources=[r.resource for r in catalog.resources.values()])
 
     async def _list_templates(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListResourceTemplatesResult:
-        catalog = await self._routing.settled_catalog()
+        catalog = await self._routing.catalog_to_list("resources")
         return types.ListResourceTemplatesResult(resource_templates=[t.template for t in catalog.templates])
 
     async def _resource_owner(self, uri: str) -> ResourceTarget:
@@ -374,7 +375,7 @@ class Handlers:
     async def _list_prompts(
         self, ctx: RequestContext, params: types.PaginatedRequestParams | None
     ) -> types.ListPromptsResult:
-        catalog = await self._routing.settled_catalog()
+        catalog = await self._routing.catalog_to_list("prompts")
         return types.ListPromptsResult(prompts=[p.prompt for p in catalog.prompts.values()])
 
     async def _get_prompt(

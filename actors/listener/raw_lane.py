@@ -290,12 +290,12 @@ class RawLane:
             if meta is not None and PROTOCOL_VERSION_META_KEY in meta:
                 return False
         catalog = self._routing.catalog
-        settled = self.shared.settled.is_set() and self._routing.catalog_complete()
-        if not (settled or catalog.lists_meta_tools_only):
+        if not (catalog.lists_meta_tools_only or self._routing.lists_ready()):
             return False  # the session's tools/list waits for the starting backends
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
+        self._routing.listed.add("tools")
         tools = b"".join((b'{"tools":', catalog.tools_json, b"}"))
         self.write(framing.encoded_result(request_id, tools))
         return True

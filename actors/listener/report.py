@@ -184,5 +184,5 @@ def problems(handles: Iterable[BackendHandle]) -> list[str]:
         f"server '{h.name}' is {h.status.state.value}: "
         + (h.status.last_error or h.status.last_exit or "not ready")
         for h in handles
-        if h.status.state.value not in ("ready", "lazy")
+        if h.status.state.value not in ("ready", "lazy", "dormant")
     ]

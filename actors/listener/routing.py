@@ -49,6 +49,9 @@ class Routing:
         #: the server of the last call the connection made that was answered: its tools
         #: come first among like matches in the connection's next search (session.py)
         self.last_server: str | None = None
+        #: the kinds of list ("tools", "prompts", "resources") the client was answered: it
+        #: gets list_changed for those only (none before its first list)
+        self.listed: set[str] = set()
 
     @property
     def catalog(self) -> Catalog:
@@ -103,17 +106,55 @@ class Routing:
             if handle.state is BackendState.READY
         )
 
+    def warm(self) -> bool:
+        """Whether the catalog lists every backend that is not failed or stopped: live, or
+        from the listing an earlier run saved (actors/backend/saved_catalog.py), so lists
+        need not wait for backends that are starting or dormant."""
+        directory = self.shared.directory()
+        if not directory:
+            return False
+        servers = self.shared.catalog.value.servers
+        return all(
+            name in servers
+            for name, handle in directory.items()
+            if handle.state not in (BackendState.FAILED, BackendState.STOPPED)
+        )
+
+    def lists_ready(self) -> bool:
+        """Whether a list may be answered now: the catalog is warm, or every eager backend
+        had its first start and the catalog lists every ready one."""
+        return (self.shared.settled.is_set() and self.catalog_complete()) or self.warm()
+
     async def wait_settled(self, limit: float) -> None:
-        """Wait (at most `limit` s) until every eager backend had its first start and the
-        catalog lists every ready one."""
-        if self.shared.settled.is_set() and self.catalog_complete():
+        """Wait (at most `limit` s) until lists may be answered (`lists_ready`)."""
+        if self.lists_ready():
             return
+        cell = self.shared.catalog
         with trio.move_on_after(limit):
-            await self.shared.settled.wait()
-            cell = self.shared.catalog
-            version = cell.version
-            while not self.catalog_complete():
-                version, _ = await cell.changed(version)
+            async with trio.open_nursery() as nursery:
+
+                async def settled() -> None:
+                    await self.shared.settled.wait()
+                    version = cell.version
+                    while not self.catalog_complete():
+                        version, _ = await cell.changed(version)
+                    nursery.cancel_scope.cancel()
+
+                async def warmed() -> None:
+                    version = cell.version
+                    while not self.warm():
+                        version, _ = await cell.changed(version)
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(settled)
+                nursery.start_soon(warmed)
+
+    async def catalog_to_list(self, kind: str) -> Catalog:
+        """The catalog to answer a list of `kind` from (as `settled_catalog`), noting that
+        the client was given one."""
+        catalog = await self.settled_catalog()
+        self.listed.add(kind)
+        return catalog
 
     async def settled_catalog(self) -> Catalog:
         """The catalog once the starting backends are listed (or `list_wait` passed)."""

@@ -393,10 +393,13 @@ class ClientConnection:
                 await self._send_list_changed(kind)
 
     async def _send_list_changed(self, kind: str) -> None:
+        """Tell the client a list changed. A handshake-era client is told only of lists it
+        was given: a change before its first list is in that list already (and a client
+        still discovering may take the notification for a second server)."""
         if self._events is not None:
             await self._events.list_changed(kind)
         protocol = self._initialized()
-        if protocol is None:
+        if protocol is None or kind not in self.routing.listed:
             return
         await protocol.notify(f"notifications/{kind}/list_changed")
         log.debug("list_changed_sent", kind=kind)

@@ -57,9 +57,11 @@ class UnixListener:
     new client can reach this instance; connections already accepted go on.
     """
 
-    def __init__(self, sock: socket.socket, path: Path) -> None:
+    def __init__(self, sock: socket.socket, path: Path, *, owned: bool = True) -> None:
         self.sock = sock
         self.path = path
+        #: whether the file is ours to remove (not for a socket a service manager gave us)
+        self.owned = owned
         info = os.stat(path)
         self._identity = (info.st_dev, info.st_ino)
         self._closed = False
@@ -111,13 +113,14 @@ class UnixListener:
         return pending
 
     def withdraw(self) -> None:
-        """Remove the socket file (if it is still this socket's) and close the socket."""
+        """Remove the socket file (if it is still this socket's, and ours to remove) and
+        close the socket."""
         if self._closed:
             return
         self._closed = True
         with contextlib.suppress(OSError):
             info = os.stat(self.path)
-            if (info.st_dev, info.st_ino) == self._identity:
+            if self.owned and (info.st_dev, info.st_ino) == self._identity:
                 os.unlink(self.path)
         with contextlib.suppress(RuntimeError):  # outside trio nobody waits on it
             trio.lowlevel.notify_closing(self.sock)

@@ -17,7 +17,7 @@ import trio
 
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ResolvedConfig, ServerSpec, Settings
-from assern.app.control_client import ControlError, request
+from assern.app.control_client import ControlError
 from assern.app.ctl.common import Usage, find_instance, load_config, no_instance, print_json
 from assern.app.running import environ, with_tree
 from assern.supervisor.io.logs import configure_logging
@@ -104,7 +104,7 @@ def cmd_call(args: argparse.Namespace) -> int:
         if server is not None:
             fields["server"] = server
         try:
-            answer = request(instance.slot.control, "call", timeout=None, **fields)
+            answer = instance.ask("call", timeout=None, **fields)
         except ControlError as exc:
             print(f"assernctl: {exc.message}", file=sys.stderr)
             return 1

@@ -17,6 +17,7 @@ from assern.actors.config.discover import config_path_for
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.control_client import ControlError, ControlUnavailable, request
+from assern.app.daemon.hello import DAEMON_SLOT
 from assern.app.instance import InstanceError, Slot, fingerprint, slot_names, socket_directory
 from assern.app.running import environ, loader
 
@@ -30,15 +31,58 @@ class Usage(Exception):
 
 @attrs.frozen
 class Instance:
-    """A running instance that answered `hello`."""
+    """A running instance that answered `hello`: a primary of one configuration, or one
+    view (one configuration) of the workstation daemon (`view`: its fingerprint)."""
 
     slot: Slot
     hello: Mapping[str, Any]
+    view: str | None = None
 
     @property
     def pid(self) -> int | None:
         pid = self.hello.get("pid")
         return pid if isinstance(pid, int) else None
+
+    def ask(self, command: str, *, timeout: float | None = 10.0, **fields: Any) -> Any:
+        """One control command to this instance (to its view, on the daemon).
+
+        Raises:
+            ControlUnavailable: it does not answer.
+            ControlError: it refused or failed the command.
+        """
+        if self.view is not None:
+            fields["view"] = self.view
+        return request(self.slot.control, command, timeout=timeout, **fields)
+
+
+def _views(slot: Slot, hello: Mapping[str, Any]) -> list[Instance]:
+    """The workstation daemon's views, each as an instance of its configuration."""
+    found = []
+    for view in hello.get("views") or ():
+        if isinstance(view, dict) and isinstance(view.get("fingerprint"), str):
+            doc = {
+                "pid": hello.get("pid"),
+                "slot": slot.name,
+                "daemon": True,
+                "fingerprint": view["fingerprint"],
+                "project": view.get("project"),
+                "config_files": view.get("config_files") or [],
+                "version": hello.get("version"),
+            }
+            found.append(Instance(slot, doc, view=view["fingerprint"]))
+    return found
+
+
+def workstation_daemon() -> tuple[Slot, Mapping[str, Any]] | None:
+    """The workstation daemon of this `$ASSERN_HOME` (its slot and hello), if one answers."""
+    directory = socket_dir()
+    slot = Slot(directory, DAEMON_SLOT)
+    if not slot.control.exists():
+        return None
+    answer = hello(slot)
+    if answer is None or not answer.get("workstation"):
+        return None
+    return slot, answer
 
 
 def load_config(args: argparse.Namespace) -> tuple[ResolvedConfig, Callable[[], ResolvedConfig]]:
@@ -81,7 +125,9 @@ def all_instances() -> list[Instance]:
     for name in slot_names(os.listdir(directory)):
         slot = Slot(directory, name)
         answer = hello(slot)
-        if answer is not None:
+        if answer is not None and answer.get("workstation"):
+            found += _views(slot, answer)
+        elif answer is not None:
             found.append(Instance(slot, answer))
     return found
 
@@ -166,7 +212,7 @@ def ask(args: argparse.Namespace, command: str, *, failure: str = "", **fields: 
     """One command to the running instance; prints why and returns `FAILED` when it fails."""
     try:
         instance = require(args)
-        return request(instance.slot.control, command, **fields)
+        return instance.ask(command, **fields)
     except LookupError as exc:
         print(f"assernctl: {exc.args[0]}", file=sys.stderr)
     except ControlError as exc:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assern.actors.listener.context_index import context_servers, index_entry, progress_line, read_index
-from assern.app.control_client import ControlError, request
+from assern.app.control_client import ControlError
 from assern.app.ctl.common import Usage, find_instance, no_instance, print_json
 from assern.app.running import environ
 from assern.supervisor.io.reaper import process_alive
@@ -91,7 +91,7 @@ def _entries(args: argparse.Namespace) -> tuple[Instance | None, list[dict[str, 
     config, instance = find_instance(args)
     entries: list[dict[str, Any]] = []
     if instance is not None:
-        doc = request(instance.slot.control, "status")
+        doc = instance.ask("status")
         entries = [
             {"server": backend["name"], "state": backend["state"], "pid": backend.get("pid")}
             | backend["context"]
@@ -315,8 +315,7 @@ def _servers(config: ResolvedConfig | None, server: str | None) -> list[str]:
 
 
 def _search_running(instance: Instance, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    answer = request(
-        instance.slot.control,
+    answer = instance.ask(
         "call",
         timeout=60.0,
         server=name,
@@ -399,7 +398,7 @@ def cmd_context_search(args: argparse.Namespace) -> int:
     arguments = _arguments(args)
     config, instance = find_instance(args)
     if instance is not None:
-        doc = request(instance.slot.control, "status")
+        doc = instance.ask("status")
         running = [b["name"] for b in doc.get("backends") or () if "context" in b]
         if not running:
             raise Failed(NOT_CONFIGURED + " in the running instance")
@@ -456,7 +455,7 @@ def cmd_context_reindex(args: argparse.Namespace) -> int:
     fields: dict[str, Any] = {"full": args.full}
     if args.server is not None:
         fields["server"] = args.server
-    asked = request(instance.slot.control, "context_reindex", **fields)["servers"]
+    asked = instance.ask("context_reindex", **fields)["servers"]
     if args.no_wait:
         if args.json:
             print_json({"servers": asked, "done": False})

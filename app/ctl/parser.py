@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from assern.actors.identity import __version__
 from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
+from assern.app.ctl.clients.command import add_parser as add_clients_parser
+from assern.app.ctl.clients.command import cmd_clients
 from assern.app.ctl.common import Usage
 from assern.app.ctl.context import cmd_context
 from assern.app.ctl.logs import cmd_logs
@@ -94,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--json", action="store_true", help="machine-readable output")
 
     _context_parser(sub)
+    add_clients_parser(sub)
 
     logs = sub.add_parser("logs", help="print (and follow) the log, readably")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
@@ -151,6 +154,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "token": cmd_token,
     "logs": cmd_logs,
     "context": cmd_context,
+    "clients": cmd_clients,
     "web": cmd_web,
 }
 

@@ -128,3 +128,52 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
             lines.append(f"  {b['name']}: last stderr lines:")
             lines += [f"    {line}" for line in b["stderr_tail"][-5:]]
     return lines
+
+
+def render_daemon(doc: Mapping[str, Any]) -> list[str]:
+    """The readable form of the workstation daemon's own status: itself, its sessions,
+    its views (one per configuration in use) and the backends they share."""
+    daemon = doc["daemon"]
+    lines = [
+        f"assern daemon: pid {daemon['pid']}, version {daemon['version']}, "
+        f"up {duration(daemon.get('uptime_s'))}, started by {daemon.get('started_by', '-')}",
+        f"  socket   {daemon['sockets']['mcp']}",
+    ]
+    sessions = doc.get("sessions") or []
+    lines.append(f"  sessions {len(sessions)}")
+    if sessions:
+        rows = [
+            [
+                s["id"],
+                _cell(s.get("client")),
+                s.get("project") or "-",
+                s.get("cwd", "-"),
+                duration(s.get("connected_s")),
+            ]
+            for s in sessions
+        ]
+        lines += ["    " + line for line in table(rows, ["SESSION", "CLIENT", "PROJECT", "FOLDER", "SINCE"])]
+    views = doc.get("views") or []
+    lines.append(f"  views    {len(views)} (one per configuration in use)")
+    for view in views:
+        servers = ", ".join(view.get("servers") or []) or "none"
+        lines.append(f"    {view['label']}: {view.get('sessions', 0)} session(s); servers {servers}")
+    backends = doc.get("backends") or []
+    if backends:
+        rows = [
+            [
+                b["name"],
+                b["key"],
+                b["state"],
+                _cell(b.get("pid")),
+                ", ".join(sorted(b.get("views") or {})) or "-",
+                str(b.get("sessions", 0)),
+                str(b.get("tools", 0)),
+                _short(b.get("last_error")),
+            ]
+            for b in backends
+        ]
+        headers = ["BACKEND", "KEY", "STATE", "PID", "VIEWS", "SESSIONS", "TOOLS", "LAST ERROR"]
+        lines.append("")
+        lines += ["  " + line for line in table(rows, headers)]
+    return lines

@@ -10,8 +10,16 @@ import trio
 
 from assern.actors.config.home import default_assern_home
 from assern.app.control_client import ControlError, ControlUnavailable, request
-from assern.app.ctl.common import Usage, all_instances, find_instance, load_config, print_json, require
-from assern.app.ctl.render import render_status, table
+from assern.app.ctl.common import (
+    Usage,
+    all_instances,
+    find_instance,
+    load_config,
+    no_instance,
+    print_json,
+    workstation_daemon,
+)
+from assern.app.ctl.render import render_daemon, render_status, table
 from assern.app.running import environ, list_rows, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
@@ -26,7 +34,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         docs = []
         for instance in all_instances():
             try:
-                docs.append(request(instance.slot.control, "status"))
+                docs.append(instance.ask("status"))
             except (ControlUnavailable, ControlError):
                 continue
         if args.json:
@@ -36,16 +44,28 @@ def cmd_status(args: argparse.Namespace) -> int:
         else:
             print("\n\n".join("\n".join(render_status(doc)) for doc in docs))
         return 0 if docs else 1
+    daemon = workstation_daemon()
     try:
-        instance = require(args)
-        doc = request(instance.slot.control, "status")
+        config, found = find_instance(args)
+        if found is None and daemon is None:
+            raise LookupError(no_instance(config))
+        doc: dict[str, Any] = found.ask("status") if found is not None else {}
+        if daemon is not None:
+            doc["workstation"] = request(daemon[0].control, "status")
     except LookupError as exc:
         print(f"assernctl: {exc.args[0]}", file=sys.stderr)
         return 1
     if args.json:
         print_json(doc)
+        return 0
+    lines = render_daemon(doc["workstation"]) if "workstation" in doc else []
+    if found is None:
+        lines.append(
+            "  no client of this folder's configuration is connected (its view starts with the first)"
+        )
     else:
-        print("\n".join(render_status(doc)))
+        lines += ([""] if lines else []) + render_status(doc)
+    print("\n".join(lines))
     return 0
 
 
@@ -67,7 +87,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     view = _profile(args, config)
     instance = None if args.fresh else find_instance(args)[1]
     if instance is not None:
-        listing = request(instance.slot.control, "list", timeout=60.0, **view)
+        listing = instance.ask("list", timeout=60.0, **view)
         tools, problems = listing["tools"], listing["problems"]
         source: dict[str, Any] = {"source": "running-instance", "pid": instance.pid}
         source["slot"] = instance.slot.name
@@ -109,7 +129,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.after is not None:
         extra["after"] = args.after
     if instance is not None:
-        doc = request(instance.slot.control, "search", timeout=60.0, **query, **view, **extra)
+        doc = instance.ask("search", timeout=60.0, **query, **view, **extra)
     else:
         from assern.actors.listener import exposure
         from assern.actors.search import learned as use

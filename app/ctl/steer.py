@@ -6,7 +6,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from assern.app.ctl.common import FAILED, ask, print_json
+from assern.app.control_client import ControlError, ControlUnavailable, request
+from assern.app.ctl.common import FAILED, ask, print_json, workstation_daemon
 from assern.supervisor.io.process import process_alive
 
 if TYPE_CHECKING:
@@ -41,7 +42,17 @@ def cmd_reload(args: argparse.Namespace) -> int:
 
 
 def cmd_shutdown(args: argparse.Namespace) -> int:
-    result = ask(args, "shutdown")
+    """Stop the workstation daemon when one runs (every view and backend of it), else the
+    instance of this folder's configuration."""
+    daemon = workstation_daemon()
+    if daemon is not None:
+        try:
+            result = request(daemon[0].control, "shutdown")
+        except (ControlUnavailable, ControlError) as exc:
+            print(f"assernctl: {exc}", file=sys.stderr)
+            return 1
+    else:
+        result = ask(args, "shutdown")
     if result is FAILED:
         return 1
     pid = result.get("pid")

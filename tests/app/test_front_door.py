@@ -541,8 +541,10 @@ async def test_nothing_reaches_the_client_before_it_sent_initialized() -> None:
             await trio.testing.wait_all_tasks_blocked()
             await client_send.send_all(line({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
             assert json.loads(await lines.next()) == {"jsonrpc": "2.0", "id": 2, "result": {}}
-            # Once initialized, the client hears of changes.
+            # Once initialized, the client hears of changes to what it listed.
             await client_send.send_all(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            await client_send.send_all(line({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}))
+            assert json.loads(await lines.next())["id"] == 3
             await trio.testing.wait_all_tasks_blocked()
             shared.catalog.set(catalog_with("x", "y"))
             changed = json.loads(await lines.next())

@@ -121,6 +121,20 @@ class Setup:
     backend: Backend
 
 
+def starting_handle(name: str) -> BackendHandle:
+    """A backend that is starting: never listed, and nothing is sent to it."""
+    send, _receive = trio.open_memory_channel[msgs.BackendRequest](1)
+    view = SimpleNamespace(
+        status=BackendStatus(server=name, transport="stdio", state=BackendState.STARTING),
+        state=BackendState.STARTING,
+        spec=SimpleNamespace(startup_timeout=5.0, timeout=30.0),
+        fast_path=False,
+        splice=lambda *_args, **_kwargs: None,
+        listing=None,
+    )
+    return BackendHandle(name=name, mailbox=send, view=view)
+
+
 def setup(*tools: str, settled: bool = True, raw_lane: bool = False) -> Setup:
     send, receive = trio.open_memory_channel[msgs.BackendRequest](16)
     actor = SimpleNamespace(
@@ -133,11 +147,16 @@ def setup(*tools: str, settled: bool = True, raw_lane: bool = False) -> Setup:
         listing=SimpleNamespace(capabilities=types.ServerCapabilities(logging=types.LoggingCapability())),
     )
     handle = BackendHandle(name="a", mailbox=send, view=actor)
+    directory = {"a": handle}
     event = trio.Event()
     if settled:
         event.set()
+    else:
+        # Another backend is starting, and nothing of it is known yet (no saved listing):
+        # lists wait for it (routing.py, `lists_ready`).
+        directory["b"] = starting_handle("b")
     shared = SessionContext(
-        catalog=Cell(catalog(*tools)), directory=lambda: {"a": handle}, settled=event, list_wait=3600
+        catalog=Cell(catalog(*tools)), directory=lambda: directory, settled=event, list_wait=3600
     )
     return Setup(shared=shared, backend=Backend(receive))
 

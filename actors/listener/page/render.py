@@ -76,7 +76,7 @@ def clock(epoch: float) -> str:
 
 def text(value: Any) -> str:
     """Any JSON value, in words (escaped)."""
-    if value is None or value == "" or value == []:
+    if value is None or value == "" or value == [] or value == {}:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
@@ -84,6 +84,8 @@ def text(value: Any) -> str:
         return _e(f"{value:g}")
     if isinstance(value, list) and all(not isinstance(item, dict | list) for item in value):
         return "<br>".join(_e(item) for item in value)
+    if isinstance(value, dict):
+        return _details(value)
     if isinstance(value, dict | list):
         return f"<code>{_e(json.dumps(value, default=str, separators=(', ', ': ')))}</code>"
     return _e(value)

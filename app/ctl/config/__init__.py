@@ -33,6 +33,7 @@ from assern.actors.config.variables import undefined_references
 from assern.app.ctl.config.convert import hide_literal_secrets, import_file, to_toml
 from assern.app.ctl.config.report import explain_document, render_explain, render_show, show_document
 from assern.app.ctl.config.starter import STARTER_CONFIG
+from assern.app.ctl.config.writing import write_new
 
 PROG = "assernctl config"
 
@@ -326,21 +327,9 @@ def check_current(
 # ----------------------------------------------------------------------- init / import
 
 
-def _write_new(path: Path, text: str) -> bool:
-    """Create `path` with `text` (owner-only: configs hold tokens); False if it exists."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return False
-    with os.fdopen(fd, "w", encoding="utf-8") as file:
-        file.write(text)
-    return True
-
-
 def cmd_init(args: argparse.Namespace, ctx: Context) -> int:
     target = ctx.assern_home / GLOBAL_CONFIG
-    if not _write_new(target, STARTER_CONFIG):
+    if not write_new(target, STARTER_CONFIG):
         _error(f"{target} already exists; it is left as it is (edit it, or move it away first)")
         return 1
     print(f"wrote {target}")
@@ -358,7 +347,7 @@ def cmd_import(args: argparse.Namespace, ctx: Context) -> int:
         print(f"note: {note}", file=sys.stderr)
     if args.output is not None:
         target = ctx.cwd / args.output
-        if not _write_new(target, to_toml(imported.document, source=source, notes=imported.notes)):
+        if not write_new(target, to_toml(imported.document, source=source, notes=imported.notes)):
             _error(f"{target} already exists; it is left as it is")
             return 1
         print(f"wrote {target}", file=sys.stderr)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from typing import TYPE_CHECKING, Any
 
+from assern.actors.backend.saved_catalog import backend_key
 from assern.actors.gate.rules import combine, validate_mode
 from assern.supervisor.io.logs import redact
 
@@ -70,6 +71,7 @@ def server_document(spec: ServerSpec, *, reveal: bool, system_env: bool) -> dict
         "timeout": spec.timeout,
         "startup_timeout": spec.startup_timeout,
         "idle_timeout": spec.idle_timeout,
+        "keep_alive": spec.keep_alive,
         "protocol": spec.protocol,
         "restart": {
             "restart": policy.restart.value,
@@ -111,7 +113,25 @@ def explain_document(config: ResolvedConfig, spec: ServerSpec, *, reveal: bool) 
         **server_document(spec, reveal=reveal, system_env=True),
         "calls": calls_document(config.settings, spec),
         "middleware": middleware_document(config.settings, spec),
+        "sharing": sharing_document(spec),
     }
+
+
+def sharing_document(spec: ServerSpec) -> dict[str, Any]:
+    """Whether the workstation daemon shares this server's process with other projects'
+    configurations, and why (its backend key: docs/operations.md, "The workstation daemon")."""
+    if spec.cwd is None:
+        why = (
+            "no cwd: it runs in the daemon's folder, so every configuration that starts it "
+            "with the same command, args, configured env values, transport, URL and headers "
+            "shares one process"
+        )
+    else:
+        why = (
+            f"it runs in {spec.cwd}: only configurations that start it there, with the same "
+            "command, args, configured env values, transport, URL and headers, share its process"
+        )
+    return {"key": backend_key(spec)[:8], "shared_across_projects": spec.cwd is None, "why": why}
 
 
 def middleware_document(settings: Settings, spec: ServerSpec) -> list[dict[str, Any]]:
@@ -208,6 +228,10 @@ def render_explain(document: Mapping[str, Any]) -> str:
         if calls["confirm"]:
             rules.append("confirm " + ", ".join(calls["confirm"]))
         lines.append(f"  {view}: " + "; ".join(rules))
+    sharing = document.get("sharing")
+    if sharing is not None:
+        lines.append("")
+        lines.append(f"sharing (backend key {sharing['key']}): {sharing['why']}")
     chain = document["middleware"]
     lines.append("")
     lines.append("middleware (outermost first):" if chain else "middleware: none")

@@ -11,11 +11,13 @@ from assern.actors.config.home import default_assern_home
 from assern.actors.config.listen import ListenSpec
 from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import (
+    DEFAULT_IDLE_TIMEOUT,
     ConfigError,
     Provenance,
     ResolvedConfig,
     ServerSpec,
     Settings,
+    dormancy,
 )
 from assern.supervisor.spec import Restart, RestartPolicy
 
@@ -470,6 +472,7 @@ def test_spec_defaults_and_policy(world: World) -> None:
         command="p",
         env=servers["plain"].env,
         env_keys_from={},
+        idle_timeout=DEFAULT_IDLE_TIMEOUT,
     )
     assert servers["plain"].policy == RestartPolicy()
     tuned = servers["tuned"]
@@ -593,3 +596,83 @@ def test_problems_are_raised_for_the_lowest_layer_file_first(world: World) -> No
     with pytest.raises(ConfigError) as caught:
         world.resolve(cwd="repo")
     assert caught.value.file == str(config)
+
+
+def test_idle_timeout_comes_from_the_server_else_the_settings(world: World) -> None:
+    world.global_config(
+        """
+        [settings]
+        idle_timeout = 120
+
+        [servers.plain]
+        command = "p"
+
+        [servers.own]
+        command = "o"
+        idle_timeout = 30
+
+        [servers.never]
+        command = "n"
+        idle_timeout = 0
+
+        [servers.browser]
+        command = "b"
+        keep_alive = true
+        idle_timeout = 30
+        """
+    )
+    servers = world.resolve().servers
+    assert {name: spec.idle_timeout for name, spec in servers.items()} == {
+        "plain": 120.0,
+        "own": 30.0,
+        "never": None,
+        "browser": None,
+    }
+    assert servers["browser"].keep_alive
+    assert world.resolve().settings.idle_timeout == 120.0
+
+
+def test_settings_idle_timeout_zero_keeps_every_backend_running(world: World) -> None:
+    world.global_config('[settings]\nidle_timeout = 0\n\n[servers.plain]\ncommand = "p"\n')
+    assert world.resolve().servers["plain"].idle_timeout is None
+
+
+def test_a_negative_idle_timeout_names_the_key(world: World) -> None:
+    world.global_config('[servers.plain]\ncommand = "p"\nidle_timeout = -1\n')
+    with pytest.raises(ConfigError, match="idle_timeout"):
+        world.resolve()
+
+
+@pytest.mark.parametrize(
+    ("own", "keep_alive", "default", "expected"),
+    [
+        (None, False, 600.0, 600.0),
+        (30.0, False, 600.0, 30.0),
+        (0.0, False, 600.0, None),
+        (None, False, 0.0, None),
+        (30.0, True, 600.0, None),
+        (None, True, 600.0, None),
+    ],
+)
+def test_dormancy(own: float | None, keep_alive: bool, default: float, expected: float | None) -> None:
+    assert dormancy(own, keep_alive, default) == expected
+
+
+def test_a_server_can_run_in_the_project_root_and_the_variable_reaches_no_process(world: World) -> None:
+    world.global_config(
+        """
+        [servers.files]
+        command = "f"
+        cwd = "${ASSERN_PROJECT_ROOT}"
+        args = ["--root", "${ASSERN_PROJECT_ROOT}/src"]
+
+        [servers.plain]
+        command = "p"
+        """
+    )
+    folder = world.folder("work/repo")
+    servers = world.resolve(cwd=folder).servers
+    assert servers["files"].cwd == str(folder)
+    assert servers["files"].args == ("--root", f"{folder}/src")
+    assert servers["plain"].cwd is None  # no cwd: shared by every project (docs/configuration.md)
+    assert "ASSERN_PROJECT_ROOT" not in servers["files"].env

@@ -367,17 +367,35 @@ async def test_a_backends_request_fails_when_the_client_leaves() -> None:
 # ------------------------------------------------------------- notifications
 
 
-async def test_list_changed_follows_the_catalog_once_initialized() -> None:
+async def test_list_changed_follows_the_catalog_once_the_client_listed() -> None:
     async with serve("echo") as s:
+        await s.wire.handshake()
+        listed = await s.wire.ask(1, "tools/list")
+        assert [t["name"] for t in listed["result"]["tools"]] == ["a_echo"]
+        s.shared.catalog.set(catalog("echo", "late"))
+        assert await s.wire.next() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        listed = await s.wire.ask(2, "tools/list")
+        assert [t["name"] for t in listed["result"]["tools"]] == ["a_echo", "a_late"]
+
+
+@pytest.mark.parametrize("raw_lane", [False, True])
+async def test_no_list_changed_before_the_first_list(raw_lane: bool) -> None:
+    """A change before the client's first list is in that list: no notification, which
+    a client still discovering servers may take for a second server to register."""
+    async with serve("echo", raw_lane=raw_lane) as s:
         await s.wire.ask(1, "initialize", initialize_params())
         s.shared.catalog.set(catalog("echo", "early"))
         await trio.testing.wait_all_tasks_blocked()
         await s.wire.notify("notifications/initialized")
         await trio.testing.wait_all_tasks_blocked()
         s.shared.catalog.set(catalog("echo", "early", "late"))
-        assert await s.wire.next() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        await trio.testing.wait_all_tasks_blocked()
+        # The next line the client hears is the answer to its list: nothing came before it.
         listed = await s.wire.ask(2, "tools/list")
         assert [t["name"] for t in listed["result"]["tools"]] == ["a_echo", "a_early", "a_late"]
+        # Once it listed, a change is announced.
+        s.shared.catalog.set(catalog("echo", "early", "late", "later"))
+        assert await s.wire.next() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
 async def test_resource_updates_for_subscribed_uris_and_log_messages_reach_the_client() -> None:

@@ -74,14 +74,11 @@ def _running_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **state: An
     asked = {"server": "code", "root": str(tmp_path), "pid": os.getpid(), "reindex": 1, "full": False}
     asked["database"] = str(db)
 
-    class Slot:
-        control = tmp_path / "control.sock"
-
     class FakeInstance:
-        slot = Slot()
+        def ask(self, command: str, **fields: Any) -> dict[str, Any]:
+            return {"servers": [asked]}
 
     monkeypatch.setattr(ctl, "find_instance", lambda args: (None, FakeInstance()))
-    monkeypatch.setattr(ctl, "request", lambda *args, **fields: {"servers": [asked]})
     clock = Clock()
     fake = types.SimpleNamespace(
         monotonic=clock.monotonic, sleep=clock.sleep, time=time.time, strftime=time.strftime,

@@ -3,8 +3,9 @@ validation and the safety rules of the settings and of each profile."""
 
 from __future__ import annotations
 
+from assern.actors.backend.saved_catalog import backend_key
 from assern.actors.config.spec import CallRules, MiddlewareSpec, Profile, ServerSpec, Settings
-from assern.app.ctl.config.report import calls_document, middleware_document
+from assern.app.ctl.config.report import calls_document, middleware_document, sharing_document
 
 
 def test_each_view_shows_the_rules_that_apply_to_the_server() -> None:
@@ -56,3 +57,16 @@ def test_the_middleware_around_a_server_is_listed_outermost_first() -> None:
         {"name": "approval", "use": "pkg.approve:factory", "tools": [], "asyncio": True},
     ]
     assert middleware_document(Settings(), github) == []
+
+
+def test_explain_says_whether_the_daemon_shares_the_server_across_projects() -> None:
+    anywhere = ServerSpec(name="github", transport="stdio", command="npx")
+    shared = sharing_document(anywhere)
+    assert shared["shared_across_projects"] is True
+    assert shared["key"] == backend_key(anywhere)[:8]
+    assert "every configuration" in shared["why"]
+    here = ServerSpec(name="files", transport="stdio", command="npx", cwd="/work/repo")
+    own = sharing_document(here)
+    assert own["shared_across_projects"] is False
+    assert "/work/repo" in own["why"]
+    assert own["key"] != shared["key"]

@@ -209,3 +209,25 @@ def test_age() -> None:
         "2 d",
         "0 s",
     ]
+
+
+def test_the_workstation_daemons_status_shows_as_well() -> None:
+    doc = {
+        "daemon": {"pid": 7, "version": "9.9.9", "started_at": NOW - 60, "started_by": "socket"},
+        "views": [{"label": "work-3f9a", "project": "work", "sessions": 2, "servers": ["alpha"]}],
+        "sessions": [
+            {"id": "s1", "client": "cursor", "project": "work", "view": "work-3f9a", "connected_s": 8}
+        ],
+        "backends": [
+            {"name": "alpha", "key": "k1", "state": "dormant", "views": {"work-3f9a": 1}, "tools": 2}
+        ],
+    }
+    parts = sections(doc, [], NOW)
+    assert "<dt>started_by</dt><dd>socket</dd>" in parts["instance"]  # the daemon's facts, nested
+    assert "9.9.9" in parts["instance"]
+    assert "work-3f9a" in parts["more"]  # the views: a table of their own
+    assert "cursor" in parts["sessions"]
+    assert "8 s ago" in parts["sessions"]
+    alpha = row(parts["backends"], "alpha")
+    assert 'data-state="dormant"' in alpha
+    assert "k1" in alpha  # the shared backend's key, in its details

@@ -1,0 +1,119 @@
+"""The line a connection to the workstation daemon starts with: who the client is.
+
+`assern serve`, when a daemon runs, connects to the daemon's MCP socket and first sends
+one `assern/hello` notification: its working folder, its environment, and the
+`--config`, `--project` and `--profile` it was given. The daemon resolves that
+connection's configuration from them exactly as a separate instance started there would
+(layers, project detection, `.env` files, profiles), and serves it that view. The rest of
+the connection is the client's own MCP bytes, unchanged.
+
+The environment is sent whole: the daemon cannot know which variables a configuration
+refers to before it resolves it. It stays in the daemon's memory, for that resolution
+(and the backends a configuration starts), on a socket only the same user reaches.
+
+Standard library only: `app/quick.py` builds this line before anything else is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+HELLO_METHOD = "assern/hello"
+#: The daemon's slot in the socket folder: `daemon.sock` (MCP), `daemon.ctl` (control).
+DAEMON_SLOT = "daemon"
+#: Bumped when the hello's fields change in a way an older daemon cannot read.
+HELLO_VERSION = 1
+#: The longest hello line the daemon reads (an environment of a few thousand variables).
+MAX_HELLO = 1 << 20
+
+
+def hello_line(
+    *,
+    cwd: str,
+    environ: Mapping[str, str],
+    config: str | None,
+    project: str | None,
+    profile: str | None,
+) -> bytes:
+    """The `assern/hello` notification, as one JSON line."""
+    params = {
+        "version": HELLO_VERSION,
+        "cwd": cwd,
+        "env": dict(environ),
+        "config": config,
+        "project": project,
+        "profile": profile,
+    }
+    message = {"jsonrpc": "2.0", "method": HELLO_METHOD, "params": params}
+    return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+#: app/instance.py's longest socket file name, for the same choice of folder.
+_LONGEST_NAME = "x" * (32 + 1 + 12) + ".sock"
+
+
+def socket_folder(
+    assern_home: str, environ: Mapping[str, str], uid: int, platform: str = sys.platform
+) -> str | None:
+    """The folder of the sockets of `assern_home`, chosen as app/instance.py's
+    `socket_directory` chooses it (`$ASSERN_HOME/run`, else a short private fallback);
+    None when no folder is short enough. Standard library only."""
+    limit = 108 if platform.startswith("linux") else 104
+
+    def fits(folder: str) -> bool:
+        return len(os.fsencode(os.path.join(folder, _LONGEST_NAME))) < limit
+
+    home = os.path.normpath(assern_home)
+    run = os.path.join(home, "run")
+    if fits(run):
+        return run
+    import hashlib  # only for a home whose run folder is too long (hashlib costs memory)
+
+    tag = hashlib.sha256(home.encode()).hexdigest()[:10]
+    candidates = []
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.isabs(runtime):
+        candidates.append(os.path.join(runtime, f"assern-{tag}"))
+    candidates.append(os.path.join("/tmp", f"assern-{uid}", tag))
+    return next((folder for folder in candidates if fits(folder)), None)
+
+
+class BadHello(ValueError):
+    """A first line that is not a valid `assern/hello`."""
+
+
+def read_hello(line: bytes) -> dict[str, Any]:
+    """The hello's parameters, checked.
+
+    Raises:
+        BadHello: what is wrong with it.
+    """
+    try:
+        message = json.loads(line)
+    except ValueError:
+        raise BadHello("the first line is not JSON") from None
+    if not isinstance(message, dict) or message.get("method") != HELLO_METHOD:
+        raise BadHello(f"a connection to the daemon starts with an {HELLO_METHOD} notification")
+    params = message.get("params")
+    if not isinstance(params, dict):
+        raise BadHello(f"{HELLO_METHOD} has no params object")
+    if params.get("version") != HELLO_VERSION:
+        raise BadHello(f"{HELLO_METHOD} version {params.get('version')!r}; this daemon reads {HELLO_VERSION}")
+    cwd, env = params.get("cwd"), params.get("env")
+    if not isinstance(cwd, str) or not cwd.startswith("/"):
+        raise BadHello("cwd must be an absolute path")
+    if not isinstance(env, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+    ):
+        raise BadHello("env must map names to strings")
+    for key in ("config", "project", "profile"):
+        if not isinstance(params.get(key), str | None):
+            raise BadHello(f"{key} must be a string or null")
+    return params

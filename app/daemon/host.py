@@ -1,0 +1,562 @@
+"""The workstation daemon: every project's clients, one tree per configuration, one pool.
+
+```
+assern daemon (DaemonHost)
+├── pool          actors/backend/pool.py: one process per backend key, for every view
+├── views         one Tree per configuration the clients resolve to (config actor,
+│                 router, catalog, listener of its own), its backends drawn from the pool;
+│                 stopped `view_grace` seconds after its last session left
+└── sockets       daemon.sock (MCP: each connection starts with `assern/hello`) and
+                  daemon.ctl (control: daemon-wide hello, status and shutdown; any other
+                  command names its view by fingerprint)
+```
+
+A connection's hello (app/daemon/hello.py) gives its working folder, environment and
+flags; the daemon resolves its configuration exactly as an instance started there would,
+answers `assern/welcome` (or `assern/refused` with the configuration error, and hangs
+up), then serves the rest of the connection in that configuration's view. A connection
+can reach only its own view's servers; its stated context decides nothing else.
+
+The daemon sweeps what a killed predecessor left (its pid registry) and runs the
+watchdog that kills its backends' process groups if it dies, as a primary does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import structlog
+import trio
+
+from assern.actors.backend.pool import BackendPool, short_key
+from assern.actors.backend.saved_catalog import CatalogStore, catalog_folder
+from assern.actors.config.resolve import resolve_config
+from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.actors.identity import __version__
+from assern.actors.jsonrpc import framing
+from assern.actors.listener import control_protocol as proto
+from assern.actors.listener.actor import contained, refusal_for
+from assern.actors.listener.control import ControlPlane, answer, web_reply
+from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
+from assern.actors.listener.report import InstanceInfo
+from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credentials
+from assern.actors.listener.stats import RECENT
+from assern.actors.listener.unix_socket import UnixListener, refuse
+from assern.app.daemon.hello import MAX_HELLO, BadHello, read_hello
+from assern.app.front_door import Replay
+from assern.app.hint import config_environ
+from assern.app.instance import fingerprint
+from assern.app.tree import Tree, log_reader
+from assern.supervisor.io.logs import LOG_FILE
+from assern.supervisor.io.process import PidRegistry, sweep_orphans
+from assern.supervisor.io.reader import LineTooLong
+from assern.supervisor.mailbox import call, open_mailbox
+
+if TYPE_CHECKING:
+    import socket
+
+log = structlog.get_logger()
+
+#: Seconds a client has to send its hello.
+HELLO_TIMEOUT = 10.0
+#: Seconds a view stays after its last session left (a client that reconnects at once
+#: finds its backends and catalog as they were).
+VIEW_GRACE = 30.0
+
+
+@attrs.define(eq=False)
+class View:
+    """One configuration the daemon serves: its tree and who uses it."""
+
+    tree: Tree
+    label: str
+    scope: trio.CancelScope
+    plane: ControlPlane
+    created_at: float
+    sessions: int = 0
+    #: trio time the last session left (None while any session is connected)
+    idle_since: float | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.tree.config.value)
+
+
+@attrs.frozen(kw_only=True)
+class Session:
+    """One connected client, for status."""
+
+    id: str
+    view: str
+    project: str | None
+    cwd: str
+    connected_at: float
+    client: Callable[[], tuple[str | None, str | None]]
+
+
+def view_label(config: ResolvedConfig, digest: str) -> str:
+    """How status and the log name a view: its project (or `-`) and a short fingerprint."""
+    return f"{config.project or '-'}@{digest[:8]}"
+
+
+def loader(params: dict[str, Any], assern_home: Path) -> Callable[[], ResolvedConfig]:
+    """Resolves the configuration of a connection's hello, each time it is called."""
+    environ = config_environ(params["env"])
+    config = Path(params["config"]) if params["config"] else None
+    cwd = Path(params["cwd"])
+    if config is not None and not config.is_absolute():
+        config = cwd / config
+
+    def load() -> ResolvedConfig:
+        return resolve_config(
+            config_path=config, project=params["project"], cwd=cwd, environ=environ, assern_home=assern_home
+        )
+
+    return load
+
+
+def _notice(method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": method, "params": params}).encode() + b"\n"
+
+
+class DaemonHost:
+    """Runs the daemon until `shutdown()`, SIGTERM or SIGINT (see the module)."""
+
+    def __init__(
+        self,
+        *,
+        assern_home: Path,
+        mcp: UnixListener,
+        control: UnixListener,
+        mcp_path: Path,
+        control_path: Path,
+        idle_exit: float = 0.0,
+        view_grace: float = VIEW_GRACE,
+        started_by: str = "command",
+    ) -> None:
+        self.assern_home = assern_home
+        self.mcp = mcp
+        self.control = control
+        self.mcp_path = mcp_path
+        self.control_path = control_path
+        self.idle_exit = idle_exit
+        self.view_grace = view_grace
+        self.started_by = started_by
+        self.started_at = time.time()
+        run = assern_home / "run"
+        self.pids = PidRegistry(run / "pids")
+        self.pool = BackendPool(pids=self.pids, catalogs=CatalogStore(catalog_folder(assern_home)))
+        self.views: dict[int, View] = {}
+        self.sessions: dict[str, Session] = {}
+        self._view_ids = 0
+        self._session_ids = 0
+        self._cancel = trio.CancelScope()
+        self._nursery: trio.Nursery | None = None
+        self._view_lock = trio.Lock()
+        self._changed = trio.Event()
+        #: the daemon's status page, served from the first `assernctl web` on
+        self.page_send, page_recv = open_mailbox[OpenPage](4)
+        self.page = PageActor(
+            page_recv, status=self._page_status, logs=log_reader(assern_home / "logs" / LOG_FILE)
+        )
+
+    # ------------------------------------------------------------------ running
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with structlog.contextvars.bound_contextvars(actor="daemon"):
+            log.info("daemon_starting", pid=os.getpid(), version=__version__, socket=str(self.mcp_path))
+            swept = sweep_orphans(self.pids.path.parent)
+            if swept:
+                log.warning("orphans_swept", pids=swept)
+            log.info("watchdog_started", pid=self.pids.guard())
+            try:
+                with self._cancel:
+                    async with trio.open_nursery() as nursery:
+                        self._nursery = nursery
+                        nursery.start_soon(self._signals)
+                        await nursery.start(self.pool.run)
+                        nursery.start_soon(self._accept, self.mcp, self._serve_mcp, False)
+                        nursery.start_soon(self._accept, self.control, self._serve_control, True)
+                        nursery.start_soon(self._retire_views)
+                        await nursery.start(self.page.run)
+                        task_status.started()
+            finally:
+                self.page.close()
+                self.mcp.withdraw()
+                self.control.withdraw()
+                self.pids.close()
+                log.info("daemon_stopped")
+
+    def shutdown(self, reason: str = "requested") -> None:
+        """Stop taking connections, then stop every view and backend (each gracefully)."""
+        log.info("daemon_stopping", reason=reason)
+        self.pool.close()
+        self.mcp.withdraw()
+        self.control.withdraw()
+        self._cancel.cancel()
+
+    async def _signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGHUP:
+                    for view in list(self.views.values()):
+                        view.tree.reload("SIGHUP")
+                else:
+                    self.shutdown(f"signal {signal.Signals(signum).name}")
+
+    def _note_change(self) -> None:
+        changed, self._changed = self._changed, trio.Event()
+        changed.set()
+
+    # ------------------------------------------------------------------ sockets
+
+    async def _accept(
+        self, listener: UnixListener, serve: Callable[[socket.socket], Any], control: bool
+    ) -> None:
+        assert self._nursery is not None
+        while (sock := await listener.accept()) is not None:
+            try:
+                uid, pid = peer_credentials(sock)
+            except OSError:
+                uid = pid = None
+            if (refusal := refusal_for(uid, os.getuid(), control=control)) is not None:
+                log.warning(
+                    "connection_refused", socket="control" if control else "mcp", peer_uid=uid, peer_pid=pid
+                )
+                refuse(sock, refusal)
+                continue
+            self._nursery.start_soon(serve, sock)
+            await trio.lowlevel.checkpoint()
+
+    async def _serve_mcp(self, sock: socket.socket) -> None:
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+        async with stream:
+            first, rest = await self._first_line(stream)
+            if first is None:
+                return
+            try:
+                params = read_hello(first)
+            except BadHello as exc:
+                log.warning("daemon_hello_refused", error=str(exc))
+                await self._say(stream, _notice("assern/refused", {"error": str(exc)}))
+                return
+            load = loader(params, self.assern_home)
+            try:
+                config = await trio.to_thread.run_sync(load)
+            except ConfigError as exc:
+                log.warning("daemon_config_refused", cwd=params["cwd"], error=str(exc))
+                await self._say(stream, _notice("assern/refused", {"error": f"configuration error\n{exc}"}))
+                return
+            profile = params["profile"] or None
+            problem = config.settings.profile_problem(profile)
+            if problem is not None:
+                await self._say(stream, _notice("assern/refused", {"error": problem}))
+                return
+            view = await self._view_for(config, load)
+            welcome = {"view": view.label, "project": config.project, "warnings": list(config.warnings)}
+            if not await self._say(stream, _notice("assern/welcome", welcome)):
+                return
+            await self._serve_session(view, params, Replay(rest, stream, eof=False), stream, profile)
+
+    async def _first_line(self, stream: trio.SocketStream) -> tuple[bytes | None, bytes]:
+        """The connection's first line and the bytes read past it (None: none came)."""
+        buffer = b""
+        with trio.move_on_after(HELLO_TIMEOUT):
+            while b"\n" not in buffer:
+                try:
+                    chunk = await stream.receive_some(65536)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return None, b""
+                if not chunk:
+                    return None, b""
+                buffer += chunk
+                if len(buffer) > MAX_HELLO and b"\n" not in buffer:
+                    too_long = f"the hello line exceeded {MAX_HELLO} bytes"
+                    await self._say(stream, _notice("assern/refused", {"error": too_long}))
+                    return None, b""
+            line, _, rest = buffer.partition(b"\n")
+            return line, rest
+        log.warning("daemon_hello_timeout", timeout_s=HELLO_TIMEOUT)
+        return None, b""
+
+    @staticmethod
+    async def _say(stream: trio.SocketStream, line: bytes) -> bool:
+        try:
+            await stream.send_all(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
+    async def _serve_session(
+        self,
+        view: View,
+        params: dict[str, Any],
+        receive: trio.abc.ReceiveStream,
+        send: trio.abc.SendStream,
+        profile: str | None,
+    ) -> None:
+        self._session_ids += 1
+        session_id = f"session-{self._session_ids}"
+        listener = view.tree.listener
+        before = set(listener.connections)
+
+        def client() -> tuple[str | None, str | None]:
+            for key in set(listener.connections) - before:
+                connection = listener.connections[key]
+                return connection.client_name, key
+            return None, None
+
+        self.sessions[session_id] = Session(
+            id=session_id,
+            view=view.label,
+            project=view.tree.config.value.project,
+            cwd=params["cwd"],
+            connected_at=time.time(),
+            client=client,
+        )
+        view.sessions += 1
+        view.idle_since = None
+        log.info("daemon_session", session=session_id, view=view.label, cwd=params["cwd"])
+        try:
+            await listener.serve_connection("socket", receive, send, profile=profile)
+        finally:
+            del self.sessions[session_id]
+            view.sessions -= 1
+            if view.sessions == 0:
+                view.idle_since = trio.current_time()
+            self._note_change()
+            log.info("daemon_session_ended", session=session_id, view=view.label)
+
+    # -------------------------------------------------------------------- views
+
+    async def _view_for(self, config: ResolvedConfig, load: Callable[[], ResolvedConfig]) -> View:
+        """The running view of `config` (the same fingerprint), started when there is none."""
+        digest = fingerprint(config)
+        async with self._view_lock:
+            for view in self.views.values():
+                if view.fingerprint == digest:
+                    return view
+            assert self._nursery is not None
+            label = view_label(config, digest)
+            tree = Tree(config, load, stdio=False, handle_signals=False, pool=self.pool, label=label)
+            self._view_ids += 1
+            view_id = self._view_ids
+            scope = trio.CancelScope()
+            info = InstanceInfo(
+                pid=os.getpid(),
+                slot="daemon",
+                mcp_socket=str(self.mcp_path),
+                control_socket=str(self.control_path),
+                started_at=self.started_at,
+                daemon=True,
+                version=__version__,
+            )
+            view = View(
+                tree=tree,
+                label=label,
+                scope=scope,
+                plane=tree.control_plane(info),
+                created_at=time.time(),
+                idle_since=trio.current_time(),
+            )
+            self.views[view_id] = view
+            log.info("daemon_view_started", view=label, project=config.project, servers=list(config.servers))
+            await self._nursery.start(self._run_view, view_id, view)
+            return view
+
+    async def _run_view(self, view_id: int, view: View, *, task_status: trio.TaskStatus[None]) -> None:
+        try:
+            with view.scope:
+                await view.tree.run(task_status=task_status)
+        finally:
+            self.views.pop(view_id, None)
+            self._note_change()
+            log.info("daemon_view_stopped", view=view.label)
+
+    async def _retire_views(self) -> None:
+        """Stop views `view_grace` s after their last session; the daemon after `idle_exit`
+        s with no view left (0: never)."""
+        empty_since: float | None = trio.current_time()
+        while True:
+            now = trio.current_time()
+            deadline = now + 3600.0
+            for view in list(self.views.values()):
+                if view.sessions or view.idle_since is None:
+                    continue
+                if now - view.idle_since >= self.view_grace:
+                    log.info("daemon_view_idle", view=view.label, grace_s=self.view_grace)
+                    view.idle_since = None
+                    view.scope.cancel()
+                else:
+                    deadline = min(deadline, view.idle_since + self.view_grace)
+            if self.views or self.sessions:
+                empty_since = None
+            elif empty_since is None:
+                empty_since = now
+            if self.idle_exit > 0 and empty_since is not None:
+                if now - empty_since >= self.idle_exit:
+                    self.shutdown(f"idle for {self.idle_exit:g} s")
+                    return
+                deadline = min(deadline, empty_since + self.idle_exit)
+            with trio.move_on_at(deadline):
+                await self._changed.wait()
+
+    # ------------------------------------------------------------------ control
+
+    async def _serve_control(self, sock: socket.socket) -> None:
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+        async with stream:
+            await contained("control", self._control(stream))
+
+    async def _control(self, stream: trio.SocketStream) -> None:
+        reader = framing.line_reader(stream)
+        try:
+            while True:
+                try:
+                    line = await reader.receive()
+                except LineTooLong as exc:
+                    await stream.send_all(proto.error_line(None, proto.INVALID_REQUEST, str(exc)))
+                    continue
+                if line is None:
+                    return
+                if not line.strip():
+                    continue
+                reply, stop = await self._control_answer(line)
+                await stream.send_all(reply)
+                if stop:
+                    self.shutdown("assernctl shutdown")
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def _control_answer(self, line: bytes) -> tuple[bytes, bool]:
+        """The reply to one control line, and whether the daemon now stops."""
+        try:
+            command = proto.parse_command(line)
+        except proto.ControlFailure as failure:
+            return proto.error_line(failure.request_id, failure.code, failure.message, failure.data), False
+        wanted = command.args.get("view")
+        if wanted is None:
+            if command.name == "hello":
+                return proto.ok_line(command.id, self.hello()), False
+            if command.name == "status":
+                return proto.ok_line(command.id, self.status()), False
+            if command.name == "shutdown":
+                return proto.ok_line(command.id, {"stopping": True, "pid": os.getpid()}), True
+            if command.name == "web":
+                try:
+                    page = await web_reply(self._open_page, command)
+                except proto.ControlFailure as failure:
+                    return proto.error_line(command.id, failure.code, failure.message, failure.data), False
+                return proto.ok_line(command.id, page), False
+            message = f"{command.name} needs a view: the daemon serves several configurations"
+            return proto.error_line(
+                command.id, proto.INVALID_ARGUMENTS, message, {"views": self._view_docs()}
+            ), False
+        view = next((v for v in self.views.values() if v.fingerprint == wanted), None)
+        if view is None:
+            message = f"no view {wanted!r} runs in this daemon (a client of that configuration starts it)"
+            return proto.error_line(
+                command.id, proto.INVALID_ARGUMENTS, message, {"views": self._view_docs()}
+            ), False
+        if command.name == "shutdown":  # a view's shutdown stops that view, not the daemon
+            view.scope.cancel()
+            return proto.ok_line(command.id, {"stopping": True, "view": view.label}), False
+        reply, _ = await answer(view.plane, line)
+        return reply, False
+
+    async def _open_page(self) -> PageAddress:
+        return await call(self.page_send, lambda reply: OpenPage(reply=reply))
+
+    async def _page_status(self) -> dict[str, Any]:
+        """What the status page shows: the daemon's status and every view's last calls."""
+        doc = self.status()
+        calls = [call for view in self.views.values() for call in view.tree.shared.stats.recent_calls()]
+        doc["recent_calls"] = sorted(calls, key=lambda call: call["at"], reverse=True)[:RECENT]
+        return doc
+
+    def _refused(self, command: proto.Command, message: str) -> bytes:
+        return proto.error_line(command.id, proto.INVALID_ARGUMENTS, message, {"views": self._view_docs()})
+
+    # ------------------------------------------------------------------- status
+
+    def _view_docs(self) -> list[dict[str, Any]]:
+        docs = []
+        for view in self.views.values():
+            config = view.tree.config.value
+            docs.append(
+                {
+                    "label": view.label,
+                    "fingerprint": view.fingerprint,
+                    "project": config.project,
+                    "config_files": [str(path) for path in config.files],
+                    "servers": list(config.servers),
+                    "sessions": view.sessions,
+                }
+            )
+        return docs
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "pid": os.getpid(),
+            "slot": "daemon",
+            "workstation": True,
+            "version": __version__,
+            "started_at": self.started_at,
+            "views": self._view_docs(),
+        }
+
+    def status(self) -> dict[str, Any]:
+        """The daemon's whole status: itself, every session, view and shared backend."""
+        now = time.time()
+        sessions = []
+        for session in self.sessions.values():
+            name, _ = session.client()
+            sessions.append(
+                {
+                    "id": session.id,
+                    "client": name,
+                    "project": session.project,
+                    "view": session.view,
+                    "cwd": session.cwd,
+                    "connected_s": round(now - session.connected_at, 1),
+                }
+            )
+        backends = []
+        for shared in self.pool.shared():
+            status = shared.handle.status
+            backends.append(
+                {
+                    "name": shared.name,
+                    "key": short_key(shared.key),
+                    "state": status.state.value,
+                    "pid": status.pid,
+                    "views": dict(shared.users),
+                    "sessions": sum(v.sessions for v in self.views.values() if v.label in shared.users),
+                    "tools": status.tools,
+                    "restarts": status.restarts,
+                    "last_error": status.last_error,
+                    "idle_timeout": shared.handle.spec.idle_timeout,
+                }
+            )
+        return {
+            "daemon": {
+                "pid": os.getpid(),
+                "version": __version__,
+                "started_at": round(self.started_at, 3),
+                "uptime_s": round(now - self.started_at, 1),
+                "started_by": self.started_by,
+                "sockets": {"mcp": str(self.mcp_path), "control": str(self.control_path)},
+            },
+            "views": self._view_docs(),
+            "sessions": sessions,
+            "backends": backends,
+        }

@@ -1,0 +1,394 @@
+"""The workstation daemon, against real processes: one daemon for every project's clients.
+
+`assern daemon` (no --config) runs one daemon per ASSERN_HOME. Each `assern serve`
+joins it: it says where it runs (hello), the daemon resolves that folder's configuration
+and serves it that view. Views share backends by what reaches their process.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+import trio
+from harness import TESTING_SERVER, AssernEnv, assern_command, server_table
+from instances import (
+    Session,
+    backend_pids,
+    ctl,
+    ctl_json,
+    events,
+    reap,
+    serve_in,
+    socket_dir,
+    text_of,
+    wait_until,
+)
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from assern.app.daemon.hello import hello_line
+
+pytestmark = pytest.mark.e2e
+__all__ = ["reap"]  # the fixture: kills what a failing test left running
+
+
+def beta_table(project: str) -> str:
+    """A project-only server: `[projects.NAME.servers.beta]` running the test server."""
+    args = ", ".join(f'"{a}"' for a in (str(TESTING_SERVER), "--name", "beta"))
+    return f'[projects.{project}.servers.beta]\ncommand = "${{ASSERN_PYTHON}}"\nargs = [{args}]\n'
+
+
+def two_projects(env: AssernEnv) -> tuple[Path, Path]:
+    """Folders `a` (project a: alpha and beta) and `b` (no project: alpha alone)."""
+    a, b = env.work / "a", env.work / "b"
+    a.mkdir()
+    b.mkdir()
+    (env.assern_home / "config.toml").write_text(
+        server_table("alpha") + f'\n[projects.a]\ndirectories = ["{a}"]\n\n' + beta_table("a")
+    )
+    return a, b
+
+
+@asynccontextmanager
+async def workstation(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
+    """`assern daemon ARGS` (no --config), once its control socket answers."""
+    process = await trio.lowlevel.open_process(
+        [assern_command(), "daemon", *args],
+        env=env.env,
+        cwd=str(env.work),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await wait_until(lambda: events(env, "daemon_starting"), limit=30)
+        await wait_until(lambda: (socket_dir(env) / "daemon.ctl").exists(), limit=10)
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            with trio.move_on_after(20):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_two_projects_share_a_backend_and_each_sees_only_its_own_servers(assern_env: AssernEnv) -> None:
+    a, b = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            in_a = Session(serve_in(assern_env, a))
+            in_b = Session(serve_in(assern_env, b))
+            client_a = await nursery.start(in_a.run)
+            client_b = await nursery.start(in_b.run)
+            names_a = {t.name for t in (await client_a.list_tools()).tools}
+            names_b = {t.name for t in (await client_b.list_tools()).tools}
+            assert {"alpha_echo", "beta_echo"} <= names_a
+            assert "alpha_echo" in names_b
+            assert not any(name.startswith("beta_") for name in names_b)
+            # One alpha process serves both projects.
+            pid_a = text_of(await client_a.call_tool("alpha_get_pid", {}))
+            pid_b = text_of(await client_b.call_tool("alpha_get_pid", {}))
+            assert pid_a == pid_b
+            # b cannot reach a's server, even by its name.
+            with pytest.raises(MCPError, match="Unknown tool 'beta_echo'"):
+                await client_b.call_tool("beta_echo", {"text": "x"})
+            assert text_of(await client_a.call_tool("beta_echo", {"text": "ours"})) == "ours"
+            assert len(backend_pids(assern_env)) == 2  # alpha once, beta once
+
+            doc = await ctl_json(assern_env, "status", cwd=a)
+            daemon = doc["workstation"]
+            assert len(daemon["sessions"]) == 2
+            assert {s["project"] for s in daemon["sessions"]} == {"a", None}
+            shared = {backend["name"]: backend for backend in daemon["backends"]}
+            assert len(shared["alpha"]["views"]) == 2
+            assert shared["alpha"]["sessions"] == 2
+            assert len(shared["beta"]["views"]) == 1
+            assert doc["project"] == "a"  # and the view of this folder's configuration
+            assert {backend["name"] for backend in doc["backends"]} == {"alpha", "beta"}
+            readable = await ctl(assern_env, "status", cwd=b)
+            assert "assern daemon: pid" in readable.stdout.decode()
+            in_a.leave()
+            in_b.leave()
+    assert any(e.get("server") == "alpha" for e in events(assern_env, "backend_shared"))
+
+
+async def test_both_protocol_eras_through_the_daemon(assern_env: AssernEnv) -> None:
+    a, _ = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with workstation(assern_env):
+            for era in ("legacy", "2026-07-28"):
+                async with Client(serve_in(assern_env, a), mode=era) as client:
+                    names = {t.name for t in (await client.list_tools()).tools}
+                    assert {"alpha_echo", "beta_echo"} <= names, era
+                    answer = await client.call_tool("beta_echo", {"text": era})
+                    assert text_of(answer) == era
+    assert len(events(assern_env, "daemon_joined")) == 2
+
+
+async def test_a_configuration_error_is_its_sessions_alone(assern_env: AssernEnv, tmp_path: Path) -> None:
+    a, _ = two_projects(assern_env)
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[servers.x]\ncommand = 5\n")
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            session = Session(serve_in(assern_env, a))
+            client = await nursery.start(session.run)
+            done = await trio.run_process(
+                [assern_command(), "serve", "--config", str(broken)],
+                env=assern_env.env,
+                cwd=str(assern_env.work),
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            assert done.returncode == 2
+            stderr = done.stderr.decode()
+            assert "configuration error" in stderr
+            assert "servers.x.command" in stderr
+            assert done.stdout == b""
+            # The other session goes on.
+            assert text_of(await client.call_tool("alpha_echo", {"text": "still"})) == "still"
+            session.leave()
+
+
+def talk(path: Path, line: bytes) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(20)
+        sock.connect(str(path))
+        sock.sendall(line)
+        answer = b""
+        while not answer.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+        return answer
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (b"not json\n", "the first line is not JSON"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"}\n', "starts with an assern/hello"),
+        (b'{"jsonrpc": "2.0", "method": "assern/hello", "params": {"version": 99}}\n', "version 99"),
+        (
+            b'{"jsonrpc": "2.0", "method": "assern/hello", '
+            b'"params": {"version": 1, "cwd": "rel", "env": {}}}\n',
+            "cwd must be an absolute path",
+        ),
+    ],
+)
+async def test_a_connection_that_does_not_say_hello_is_refused_with_why(
+    assern_env: AssernEnv, line: bytes, error: str
+) -> None:
+    with trio.fail_after(60):
+        async with workstation(assern_env):
+            answer = await trio.to_thread.run_sync(talk, socket_dir(assern_env) / "daemon.sock", line)
+    message = json.loads(answer)
+    assert message["method"] == "assern/refused"
+    assert error in message["params"]["error"]
+
+
+async def test_the_daemon_exits_when_idle(assern_env: AssernEnv) -> None:
+    with trio.fail_after(60):
+        async with workstation(assern_env, "--idle-exit", "1") as process:
+            await process.wait()  # nobody came: it left by itself
+            assert process.returncode == 0
+    assert events(assern_env, "daemon_stopping", reason="idle for 1 s")
+    assert not (socket_dir(assern_env) / "daemon.sock").exists()
+
+
+async def test_a_second_daemon_is_refused_and_the_first_goes_on(assern_env: AssernEnv) -> None:
+    _, b = two_projects(assern_env)
+    with trio.fail_after(60):
+        async with workstation(assern_env):
+            second = await trio.run_process(
+                [assern_command(), "daemon"],
+                env=assern_env.env,
+                cwd=str(assern_env.work),
+                stdin=subprocess.DEVNULL,
+                capture_stderr=True,
+                check=False,
+            )
+            assert second.returncode == 1
+            assert "a daemon already runs" in second.stderr.decode()
+            async with Client(serve_in(assern_env, b), mode="legacy") as client:
+                assert text_of(await client.call_tool("alpha_echo", {"text": "on"})) == "on"
+
+
+async def test_a_client_without_a_daemon_still_gets_an_instance(assern_env: AssernEnv) -> None:
+    """Until a daemon runs, `assern serve` elects a primary as before."""
+    _, b = two_projects(assern_env)
+    with trio.fail_after(60):
+        async with Client(serve_in(assern_env, b), mode="legacy") as client:
+            assert "alpha_echo" in {t.name for t in (await client.list_tools()).tools}
+    assert not events(assern_env, "daemon_joined")
+    assert events(assern_env, "instance_primary")
+
+
+async def raw_session(path: Path, env: dict[str, str], folder: Path) -> list[str]:
+    """One client on the daemon's socket by hand: hello, initialize, tools/list; the names."""
+    stream = await trio.open_unix_socket(str(path))
+    async with stream:
+        hello = hello_line(cwd=str(folder), environ=env, config=None, project=None, profile=None)
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }
+        await stream.send_all(
+            hello
+            + json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).encode()
+            + b"\n"
+            + b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n'
+            + b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}\n'
+        )
+        buffer = b""
+        while True:
+            chunk = await stream.receive_some(65536)
+            assert chunk, "the daemon hung up"
+            buffer += chunk
+            for line in buffer.split(b"\n")[:-1]:
+                message = json.loads(line)
+                if message.get("id") == 2:
+                    return [tool["name"] for tool in message["result"]["tools"]]
+
+
+async def test_fifty_sessions_at_once_are_each_served_their_view(assern_env: AssernEnv) -> None:
+    a, b = two_projects(assern_env)
+    path = socket_dir(assern_env) / "daemon.sock"
+    found: dict[int, list[str]] = {}
+
+    async def one(index: int) -> None:
+        found[index] = await raw_session(path, assern_env.env, a if index % 2 else b)
+
+    with trio.fail_after(120):
+        async with workstation(assern_env):
+            async with trio.open_nursery() as nursery:
+                for index in range(50):
+                    nursery.start_soon(one, index)
+            doc = await ctl_json(assern_env, "status", cwd=b)
+    assert len(found) == 50
+    for index, names in found.items():
+        assert "alpha_echo" in names
+        assert ("beta_echo" in names) == bool(index % 2)
+    assert len(doc["workstation"]["views"]) == 2
+    assert len(events(assern_env, "backend_pooled")) == 2  # alpha and beta, once each
+
+
+async def test_a_project_folder_deleted_under_its_sessions_leaves_them_working(assern_env: AssernEnv) -> None:
+    a, _ = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            session = Session(serve_in(assern_env, a))
+            client = await nursery.start(session.run)
+            assert text_of(await client.call_tool("beta_echo", {"text": "before"})) == "before"
+            a.rmdir()
+            assert text_of(await client.call_tool("beta_echo", {"text": "after"})) == "after"
+            assert text_of(await client.call_tool("alpha_echo", {"text": "after"})) == "after"
+            session.leave()
+
+
+#: What systemd does for a socket-activated service: the listening sockets as descriptors
+#: 3 and 4, LISTEN_PID naming the process that runs the daemon, then exec.
+ACTIVATE = """
+import fcntl, os, sys
+given = [fcntl.fcntl(int(fd), fcntl.F_DUPFD, 10) for fd in sys.argv[1:3]]
+for target, fd in zip((3, 4), given):
+    os.dup2(fd, target)
+    os.set_inheritable(target, True)
+os.environ["LISTEN_PID"] = str(os.getpid())
+os.environ["LISTEN_FDS"] = "2"
+os.execv(sys.argv[3], [sys.argv[3], "daemon"])
+"""
+
+
+async def test_a_socket_activated_daemon_takes_the_sockets_it_is_given(assern_env: AssernEnv) -> None:
+    from assern.actors.listener.unix_socket import bind_unix
+    from assern.app.instance import prepare_socket_directory, socket_directory
+
+    _, b = two_projects(assern_env)
+    directory = socket_directory(assern_env.assern_home, assern_env.env)
+    prepare_socket_directory(directory)
+    held = [bind_unix(directory.path / name) for name in ("daemon.sock", "daemon.ctl")]
+    try:
+        with trio.fail_after(90):
+            process = await trio.lowlevel.open_process(
+                [sys.executable, "-c", ACTIVATE, *(str(s.fileno()) for s in held), assern_command()],
+                env=assern_env.env,
+                cwd=str(assern_env.work),
+                stdin=subprocess.DEVNULL,
+                pass_fds=[s.fileno() for s in held],
+            )
+            await wait_until(lambda: events(assern_env, "daemon_starting"), limit=30)
+            async with Client(serve_in(assern_env, b), mode="legacy") as client:
+                assert text_of(await client.call_tool("alpha_echo", {"text": "given"})) == "given"
+            doc = await ctl_json(assern_env, "status", cwd=b)
+            assert doc["workstation"]["daemon"]["started_by"] == "socket activation"
+            done = await ctl(assern_env, "shutdown", cwd=b)
+            assert done.returncode == 0, done.stderr.decode()
+            await process.wait()
+        # The files are the service manager's: the daemon left them.
+        assert (directory.path / "daemon.sock").exists()
+        assert (directory.path / "daemon.ctl").exists()
+    finally:
+        for sock in held:
+            sock.close()
+
+
+async def _page(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], str]:
+    """GET `url` as a browser would (status, headers, body), in a worker thread."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+
+    def get() -> tuple[int, dict[str, str], str]:
+        connection = http.client.HTTPConnection(parts.netloc, timeout=30)
+        try:
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            connection.request("GET", target, headers={"Cookie": cookie} if cookie else {})
+            response = connection.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+        finally:
+            connection.close()
+
+    return await trio.to_thread.run_sync(get)
+
+
+async def test_the_daemons_status_page_shows_its_sessions_and_shared_backends(assern_env: AssernEnv) -> None:
+    a, _ = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            in_a = Session(
+                serve_in(assern_env, a), client_info=types.Implementation(name="page-watcher", version="1")
+            )
+            client = await nursery.start(in_a.run)
+            await client.call_tool("alpha_echo", {"text": "an-argument-never-shown"})
+            done = await ctl(assern_env, "web", "--print", cwd=a)
+            assert done.returncode == 0, done.stderr.decode()
+            login = done.stdout.decode().strip()
+            status, headers, _ = await _page(login)
+            assert status == 303
+            cookie = headers["set-cookie"].split(";")[0]
+            status, _, page = await _page(login.split("login?")[0], cookie)
+            assert status == 200
+            assert "<dt>started_by</dt>" in page  # the daemon's own facts
+            assert 'id="backend-alpha" data-state="ready"' in page  # the shared backends
+            assert 'id="backend-beta" data-state="ready"' in page
+            assert "page-watcher" in page  # the session, with its project
+            assert "<td>a</td>" in page
+            assert "echo" in page  # the last calls of every view
+            assert "an-argument-never-shown" not in page
+            in_a.leave()
