@@ -35,6 +35,8 @@ from assern.app.ctl.render import table
 from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
 from assern.app.loading import FullCollectionsDeferred
+from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
+from assern.app.no_servers import looked_at, no_servers_line
 from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
@@ -107,8 +109,8 @@ def _leave_hint(args: argparse.Namespace, config: ResolvedConfig, elected: Prima
     """Let the next identical start proxy without resolving (app/hint.py)."""
     from assern.app.hint import hint_file, hint_key, make_hint, write_hint
 
-    if getattr(args, "hint_args", None) is None:
-        return
+    if getattr(args, "hint_args", None) is None or not config.servers:
+        return  # a start with no server takes the full path each time: it says so on stderr
     env = environ()
     key = hint_key(args.hint_args, os.getcwd(), env)
     home = default_assern_home(env)
@@ -505,8 +507,11 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"assern: configuration error\n{exc}", file=sys.stderr)
         return 2
-    for warning in config.warnings:
+    for warning in (*config.warnings, *config.trust.lines()):
         print(f"assern: warning: {warning}", file=sys.stderr)
+    nothing = no_servers_line(config) if args.command in ("serve", "daemon") else None
+    if nothing is not None:
+        print(nothing, file=sys.stderr)
     if args.command in ("serve", "demo"):
         args.profile = given_profile(args.profile, env)
         problem = config.settings.profile_problem(args.profile)
@@ -515,5 +520,8 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
             return 2
     log_dir = default_assern_home(env) / "logs"
     with configure_logging(log_dir, level=args.log_level, quiet=CHATTY_LOGGERS):
+        if nothing is not None:
+            looked = [str(path) for path in looked_at(config)]
+            log.warning("config_no_servers", doctor=NO_SERVERS, looked=looked)
         commands = {"serve": cmd_serve, "daemon": cmd_daemon, "demo": cmd_demo}
         return commands[args.command](args, config, load)

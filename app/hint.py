@@ -11,16 +11,19 @@ resolution depended on:
 
 - every file that contributed or would contribute if it were created (the global and
   local config and .env files, their includes, each `.assern/` folder on the way up from
-  the working folder to the project root), each with its (mtime, size, inode) or as
-  absent;
+  the working folder to the project root), and, when a folder's own files were found,
+  the trust store and the files still waiting for trust (a grant or a revoke changes
+  the resolution), each with its (mtime, size, inode) or as absent;
 - the values of the environment variables the resolution reads: `HOME`, `ASSERN_HOME`,
   the socket folder's variables, and every name referenced as `$NAME` or `${NAME}` in
   those files. Only a digest of the values is stored: the values may be secrets.
 
-A start whose key finds a hint with every recorded file and value unchanged would
-resolve the same configuration, so it may proxy to the hint's primary once that primary
-answers `hello` with the hint's fingerprint (app/quick.py). Anything else falls back to
-the full resolution and election, which writes a fresh hint.
+The hint also keeps the lines the resolution had for the user (a folder waiting for
+trust), which the quick path prints as the full path would. A start whose key finds a
+hint with every recorded file and value unchanged would resolve the same configuration,
+so it may proxy to the hint's primary once that primary answers `hello` with the hint's
+fingerprint (app/quick.py). Anything else falls back to the full resolution and
+election, which writes a fresh hint.
 
 Standard library only, without `pathlib` or `typing` at import: the quick path imports
 this module before anything heavy.
@@ -51,7 +54,8 @@ if TYPE_CHECKING:
 
     from assern.actors.config.spec import ResolvedConfig
 
-HINT_FORMAT = 1
+#: 2: the trust store and the notices are recorded (an older hint never watched them).
+HINT_FORMAT = 2
 HINTS_DIR = "hints"
 #: Hints kept per `$ASSERN_HOME`; the oldest go first.
 MAX_HINTS = 64
@@ -145,7 +149,7 @@ def watched_paths(config: ResolvedConfig, *, cwd: str, assern_home: Path, args: 
 
     from assern.actors.config.project import local_files, local_root_search
 
-    paths = [*map(str, config.files), *map(str, config.potential_files)]
+    paths = [*map(str, config.files), *map(str, config.potential_files), *map(str, config.trust.watched)]
     paths += [str(assern_home / name) for name in (".env", GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG)]
     global_file = _option(args, "--config")
     global_dir = Path(cwd, global_file).parent if global_file else assern_home
@@ -195,6 +199,7 @@ def make_hint(
         "files": signatures,
         "env_names": sorted(names),
         "env_digest": env_digest(names, environ),
+        "notices": config.trust.lines(),
     }
 
 
@@ -264,6 +269,9 @@ def valid_hint(path: str, key: Mapping[str, Any], environ: Mapping[str, str]) ->
         for field in ("fingerprint", "slot", "mcp", "control", "lock"):
             if not isinstance(hint[field], str):
                 return None
+        notices = hint.get("notices", [])
+        if not isinstance(notices, list) or not all(isinstance(line, str) for line in notices):
+            return None
     except (KeyError, TypeError, AttributeError):
         return None
     return dict(hint)

@@ -129,6 +129,8 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
         return 2
     for warning in params.get("warnings") or ():
         print(f"assern: warning: {warning}", file=sys.stderr)
+    for notice in params.get("notices") or ():
+        print(notice, file=sys.stderr)
     level = options.get("--log-level", "info").lower()
     log_file = os.path.join(home, "logs", LOG_FILE)
     log_event(log_file, level, "daemon_joined", view=params.get("view"), socket=mcp)
@@ -151,6 +153,8 @@ def quick_proxy(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     sock = _connect(hint)
     if sock is None:
         return None
+    for line in hint.get("notices", ()):
+        sys.stderr.write(f"assern: warning: {line}\n")
     options = dict(zip(args[::2], args[1::2], strict=True))
     level = options.get("--log-level", "info").lower()
     profile = options.get("--profile") or environ.get(PROFILE_VARIABLE) or None

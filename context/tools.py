@@ -12,7 +12,7 @@ anything inside `.git/` is refused, whatever the index holds.
 
 from __future__ import annotations
 
-import math
+import functools
 import os
 import posixpath
 from pathlib import Path
@@ -21,20 +21,18 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import jsonschema_rs
 
+from assern.context.bundle import fill, render_bundle
 from assern.context.rank import SIGNALS, Scored, file_role, parse_query, per_file, rerank
 from assern.context.scan import SNIFF_BYTES, looks_binary
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Mapping
+    from collections.abc import Collection, Mapping, Sequence
 
     from assern.context.fusion import Meaning
     from assern.context.scan import SecretFilter
     from assern.context.store import Store
     from assern.context.terms import Terms
 
-#: Bytes per token: the rule of thumb the instance's own estimate uses for tool lists
-#: (assern.actors.router.views.BYTES_PER_TOKEN), for the same tokenizers.
-BYTES_PER_TOKEN = 4
 #: How many lexical candidates the re-ranking sees.
 CANDIDATES = 200
 #: `get_file` returns at most this many lines, or bytes, at once.
@@ -48,11 +46,6 @@ SNIPPETS_PER_FILE = 3
 
 class ToolError(Exception):
     """A call the tool refuses; the message says why and goes back to the caller."""
-
-
-def estimate_tokens(text: str) -> int:
-    """About how many tokens a model's tokenizer makes of `text`."""
-    return math.ceil(len(text.encode("utf-8", "replace")) / BYTES_PER_TOKEN)
 
 
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
@@ -388,103 +381,90 @@ class Engine:
     # -- get_context_for_prompt ---------------------------------------------------------
 
     def get_context_for_prompt(self, question: str, *, max_files: int, max_tokens: int) -> Answer:
-        ranked = self.ranked(question)
-        order: list[str] = []
-        chosen: dict[str, list[Scored]] = {}
-        tokens = 0
-        for candidate in per_file(ranked, limit=SNIPPETS_PER_FILE):
-            path = candidate.hit.path
-            if path not in chosen and len(order) >= max_files:
-                continue
-            overhead = 0 if path in chosen else estimate_tokens(path) + 4
-            item = candidate
-            if tokens + overhead + estimate_tokens(item.hit.text) > max_tokens:
-                trimmed = _trimmed(item, max_tokens - tokens - overhead)
-                if trimmed is None:
-                    continue
-                item = trimmed
-            cost = overhead + estimate_tokens(item.hit.text)
-            if path not in chosen:
-                order.append(path)
-                chosen[path] = []
-            chosen[path].append(item)
-            tokens += cost
-        files = []
-        why = []
-        for path in order:
-            items = sorted(chosen[path], key=lambda s: s.hit.start_line)
-            snippets = [{"text": s.hit.text, "lines": f"{s.hit.start_line}-{s.hit.end_line}"} for s in items]
-            files.append({"path": path, "snippets": snippets})
-            symbols = list(dict.fromkeys(sym for s in chosen[path] for sym in s.because))
-            named = list(dict.fromkeys(s.hit.symbol for s in chosen[path] if s.hit.symbol))
-            if symbols:
-                why.append(f"{path} (defines {', '.join(symbols)})")
-            elif named:
-                why.append(f"{path} (in {', '.join(named[:3])})")
-            else:
-                why.append(f"{path} (matching words)")
-        if files:
-            summary = f"{len(files)} file{'s' if len(files) > 1 else ''} for {question!r}: " + "; ".join(why)
-        else:
-            summary = f"nothing in the index matches {question!r}"
-        hints = self._hints(order, chosen)
-        structured = {"summary": summary, "files": files, "hints": hints, "tokens": tokens}
-        return Answer(texts=(render_bundle(structured),), structured=structured)
+        candidates = per_file(self.ranked(question), limit=SNIPPETS_PER_FILE)
+        bundle = fill(
+            question, candidates, max_files=max_files, max_tokens=max_tokens, hints=BundleHints(self)
+        )
+        return Answer(texts=(render_bundle(bundle),), structured=bundle)
 
-    def _hints(self, order: list[str], chosen: Mapping[str, list[Scored]]) -> list[str]:
-        hints = []
-        paths = set(self.store.paths()) if order else set()
-        for path in order:
-            if file_role(path) == "test":
-                continue
-            tests = [test for test in sibling_tests(path) if test in paths and test not in chosen]
-            if not tests:
-                stem = posixpath.basename(path).split(".")[0]
-                names = set(_test_names(stem))
-                tests = sorted(p for p in paths if posixpath.basename(p) in names and p not in chosen)[:3]
-            if tests:
-                hints.append(f"tests of {path}: {', '.join(tests)}")
-        for symbol in dict.fromkeys(sym for path in order for s in chosen[path] for sym in s.because):
-            callers = self.callers(symbol, exclude=set(order))
-            if callers:
-                hints.append(f"uses of {symbol}: {', '.join(callers)}")
-        if pending := self.state.reported:
-            hints.append(f"the index is still being built: {pending} files pending, so some may be missing")
-        if self.meaning is not None and (waiting := self.meaning.pending()):
-            hints.append(f"{waiting} files still wait for their vectors: ranked by their words until then")
-        return hints
-
-    def callers(self, symbol: str, *, exclude: set[str], limit: int = 3) -> list[str]:
+    def callers(self, symbol: str, *, exclude: Collection[str] = (), limit: int = 3) -> list[str]:
         """Files other than `exclude` whose text names `symbol`'s own name."""
+        return [path for path in self.naming(symbol) if path not in exclude][:limit]
+
+    def naming(self, symbol: str) -> list[str]:
+        """The files whose text names `symbol`'s own name (its definition's chunk aside),
+        best first, among the index's first 50 matches of that name."""
         name = symbol.rsplit(".", 1)[-1]
         # a name of several words ends with its whole-identifier term (terms.py)
         wanted = self.terms.terms(name)[-1:]
         found: list[str] = []
         for hit in self.store.search(wanted, limit=50):
-            if hit.path in exclude or hit.path in found or hit.symbol == symbol:
-                continue
-            if name not in hit.text:
+            if hit.path in found or hit.symbol == symbol or name not in hit.text:
                 continue
             found.append(hit.path)
-            if len(found) == limit:
-                break
         return found
 
 
-def _trimmed(item: Scored, budget: int) -> Scored | None:
-    """`item` with its text cut to about `budget` tokens (whole lines), or None if too little."""
-    if budget < 40:
-        return None
-    lines = item.hit.text.split("\n")
-    kept: list[str] = []
-    for line in lines:
-        if estimate_tokens("\n".join([*kept, line])) > budget:
-            break
-        kept.append(line)
-    if not kept:
-        return None
-    hit = attrs.evolve(item.hit, text="\n".join(kept), end_line=item.hit.start_line + len(kept) - 1)
-    return attrs.evolve(item, hit=hit)
+class BundleHints:
+    """The hints of one bundle, asked again as its files are chosen (bundle.py): the
+    index's paths are read once, and each symbol's users searched once."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        #: the index's paths by their file name, read at the first need
+        self._by_name: dict[str, list[str]] | None = None
+        self._tests: dict[str, tuple[list[str], list[str]]] = {}
+        self._naming: dict[str, list[str]] = {}
+
+    def tests_of(self, path: str) -> tuple[list[str], list[str]]:
+        """The index's tests of `path`: those beside it, and those named for it elsewhere."""
+        if path not in self._tests:
+            if self._by_name is None:
+                self._by_name = {}
+                for known in self.engine.store.paths():
+                    self._by_name.setdefault(posixpath.basename(known), []).append(known)
+            by_name = self._by_name
+            stem = posixpath.basename(path).split(".")[0]
+            near = [test for test in sibling_tests(path) if test in by_name.get(posixpath.basename(test), ())]
+            named = sorted(known for name in set(_test_names(stem)) for known in by_name.get(name, ()))
+            self._tests[path] = (near, named)
+        return self._tests[path]
+
+    def __call__(
+        self, order: Sequence[str], chosen: Mapping[str, Sequence[Scored]], *, search: bool = True
+    ) -> list[str]:
+        """Each chosen file's tests, the other users of what matched, and what is pending
+        (`search` False: the users of the symbols looked up already, bundle.HintsOf)."""
+        hints = []
+        for path in order:
+            if file_role(path) == "test":
+                continue
+            near, named = self.tests_of(path)
+            tests = [test for test in near if test not in chosen]
+            if not tests:
+                tests = [test for test in named if test not in chosen][:3]
+            if tests:
+                hints.append(f"tests of {path}: {', '.join(tests)}")
+        for symbol in dict.fromkeys(sym for path in order for s in chosen[path] for sym in s.because):
+            if symbol not in self._naming:
+                if not search:
+                    continue
+                self._naming[symbol] = self.engine.naming(symbol)
+            callers = [path for path in self._naming[symbol] if path not in order][:3]
+            if callers:
+                hints.append(f"uses of {symbol}: {', '.join(callers)}")
+        return hints + self.pending
+
+    @functools.cached_property
+    def pending(self) -> list[str]:
+        """What the index still lacks, read once: one answer tells one count."""
+        hints = []
+        if pending := self.engine.state.reported:
+            hints.append(f"the index is still being built: {pending} files pending, so some may be missing")
+        meaning = self.engine.meaning
+        if meaning is not None and (waiting := meaning.pending()):
+            hints.append(f"{waiting} files still wait for their vectors: ranked by their words until then")
+        return hints
 
 
 def _test_names(stem: str) -> list[str]:
@@ -529,15 +509,4 @@ def render_results(results: list[dict[str, Any]], index: Mapping[str, int]) -> s
             f"({index['vectors_pending']} files still wait for their vectors: "
             "ranked by their words until then)"
         )
-    return "\n".join(lines)
-
-
-def render_bundle(bundle: Mapping[str, Any]) -> str:
-    """The text rendering of `get_context_for_prompt`'s bundle."""
-    lines = [bundle["summary"]]
-    for file in bundle["files"]:
-        for snippet in file["snippets"]:
-            lines += ["", f"--- {file['path']}:{snippet['lines']}", snippet["text"]]
-    if bundle["hints"]:
-        lines += ["", *(f"hint: {hint}" for hint in bundle["hints"])]
     return "\n".join(lines)

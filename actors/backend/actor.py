@@ -37,7 +37,7 @@ from assern.actors.backend.hooks import SessionHooks
 from assern.actors.backend.messages import take
 from assern.actors.backend.session import BackendSession, open_session
 from assern.actors.backend.splice import CallReply, SplicedCall, watch_deadlines
-from assern.actors.backend.status import BackendState, BackendStatus
+from assern.actors.backend.status import BackendState, BackendStatus, doctor_field
 from assern.actors.backend.transport import ProcessLink
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.router.catalog import BackendListing
@@ -238,6 +238,7 @@ class BackendActor:
                             pid=self.status.pid,
                             tools=self.status.tools,
                             duration_ms=round((trio.current_time() - started) * 1000, 1),
+                            **doctor_field(self.status),
                         )
                         self._on_change(spec.name)
                         task_status.started()
@@ -431,7 +432,7 @@ class BackendActor:
             except (RpcError, ForwardLost) as exc:
                 log.warning("backend_relist_failed", error=str(exc))
                 continue
-            log.info("backend_catalog_changed", tools=self.status.tools)
+            log.info("backend_catalog_changed", tools=self.status.tools, **doctor_field(self.status))
             self._on_change(self.spec.name)
 
 

@@ -20,7 +20,7 @@ from assern.actors.backend.actor import BackendActor
 from assern.actors.backend.diff import diff_specs
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendRequest, BackendUnavailable
-from assern.actors.backend.status import BackendState
+from assern.actors.backend.status import BackendState, doctor_field
 from assern.actors.config.spec import DesiredSet, ServerSpec
 from assern.actors.router.actor import RouterMsg, poke
 from assern.supervisor.mailbox import open_mailbox, reply_to
@@ -185,6 +185,7 @@ class BackendsActor:
             # backends, in a daemon's pool) need not wait for these to start.
             for handle in fresh:
                 self._nursery.start_soon(self._first_start, sup, handle)
+            poke(self._router, "*")  # a reload's settings (exposure, profiles) reach the catalog
             return
         async with trio.open_nursery() as starting:
             for handle in fresh:
@@ -292,10 +293,17 @@ class BackendsActor:
                 restarts=status.restarts + 1,  # the number this restart will be
                 next_restart_at=status.next_restart_at,
                 error=error,
+                **doctor_field(actor.status),
             )
         elif status.state is ChildState.FAILED:
             actor.mark(BackendState.FAILED, restarts=status.restarts, last_exit=error, last_error=error)
-            log.error("backend_failed", server=status.id, restarts=status.restarts, error=error)
+            log.error(
+                "backend_failed",
+                server=status.id,
+                restarts=status.restarts,
+                error=error,
+                **doctor_field(actor.status),
+            )
             self._drain(handle, f"it failed after {status.restarts} restarts ({error})")
         elif status.state is ChildState.RUNNING:
             actor.mark(BackendState.READY, restarts=status.restarts, next_restart_at=None)

@@ -38,3 +38,36 @@ class BackendStatus:
     in_flight: int = 0
     calls_total: int = 0
     stderr_tail: tuple[str, ...] = ()
+
+
+#: Restarts after which a backend that is not up again counts as crash-looping: its
+#: intensity may never run out when it dies more slowly than `restart_window` allows.
+CRASH_LOOP_RESTARTS = 3
+
+
+def doctor_id(state: str, *, restarts: int, tools: int) -> str | None:
+    """The `assernctl doctor` check id for a backend in this state, or None when it is fine.
+
+    `backend.failed`: out of restarts. `backend.crash_loop`: not up, and restarted
+    `CRASH_LOOP_RESTARTS` times or more. `backend.no_tools`: ready with no tool to serve.
+    The same id goes into the log events and `assernctl status` lines of that problem.
+
+    Args:
+        state: A `BackendState` value ("ready", "failed", ...), as status documents carry it.
+        restarts: The backend's restarts so far.
+        tools: The tools it lists.
+    """
+    if state == BackendState.FAILED.value:
+        return "backend.failed"
+    down = state in (BackendState.RESTARTING.value, BackendState.STARTING.value)
+    if down and restarts >= CRASH_LOOP_RESTARTS:
+        return "backend.crash_loop"
+    if state == BackendState.READY.value and tools == 0:
+        return "backend.no_tools"
+    return None
+
+
+def doctor_field(status: BackendStatus) -> dict[str, str]:
+    """`{"doctor": ID}` for a log event of a backend with a problem `doctor_id` names, else {}."""
+    found = doctor_id(status.state.value, restarts=status.restarts, tools=status.tools)
+    return {"doctor": found} if found is not None else {}

@@ -4,8 +4,11 @@ It publishes the resolved config (a frozen snapshot) and sends the backends supe
 the desired set of backend specs at start and after every successful reload. Reloads
 come from a `Reload` message (SIGHUP, `assernctl reload`) and from the file watcher,
 which polls every file that contributed to the config and every file that would if it
-were created. A reload that fails leaves everything running as it was; the error is
-logged and kept for status, and the next good save applies.
+were created, and the trust store with the files of folders that wait for it (a grant
+applies at once: the folder's servers start, and sessions get `list_changed`). A reload
+that fails leaves everything running as it was; the error is logged and kept for
+status, and the next good save applies. A reload whose folder's files changed since
+they were trusted is not a failure: those files stop applying (trust.py).
 """
 
 from __future__ import annotations
@@ -34,6 +37,21 @@ class Reload:
 
 
 ConfigMsg = Reload
+
+
+def log_trust(config: ResolvedConfig) -> None:
+    """One log line per folder whose own files wait for trust (and for an unusable store)."""
+    report = config.trust
+    if report.store_problem is not None:
+        log.error("trust_store_ignored", store=str(report.store), problem=report.store_problem)
+    for untrusted in report.untrusted:
+        log.warning(
+            "project_untrusted",
+            folder=untrusted.project.folder,
+            servers=list(untrusted.project.servers),
+            reason=untrusted.reason,
+            command=untrusted.command,
+        )
 
 
 class ConfigActor:
@@ -77,7 +95,7 @@ class ConfigActor:
     def watched(self) -> tuple[Path, ...]:
         """Every file whose change should reload: contributing, would-be and broken ones."""
         config = self.current.value
-        paths = [*config.files, *config.potential_files]
+        paths = [*config.files, *config.potential_files, *config.trust.watched]
         if self._failed_file is not None:
             paths.append(self._failed_file)
         return tuple(dict.fromkeys(paths))
@@ -90,6 +108,7 @@ class ConfigActor:
                     self.watched, stat=self._stat, interval=self._watch_interval, quiet=self._quiet
                 )
                 watcher.prime()
+            log_trust(self.current.value)
             await self._backends.send(DesiredSet(specs=self.current.value.servers))
             task_status.started()
             async with trio.open_nursery() as nursery:
@@ -132,4 +151,5 @@ class ConfigActor:
             log.info("config_reloaded", reason=reason, servers=list(config.servers))
             for warning in config.warnings:
                 log.warning("config_warning", warning=warning)
+            log_trust(config)
             await self._backends.send(DesiredSet(specs=config.servers))

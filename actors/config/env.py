@@ -22,6 +22,11 @@ class ExpansionError(ValueError):
     """A string cannot be expanded: a malformed `${...}` or an undefined variable."""
 
 
+#: How the problem of an undefined variable begins ("undefined variable 'X' ...", or
+#: "undefined variables ..."): `assernctl doctor` tells these problems from the others.
+UNDEFINED = "undefined variable"
+
+
 class UndefinedVariableError(ExpansionError):
     """One or more variables are neither defined nor given a default.
 
@@ -32,8 +37,8 @@ class UndefinedVariableError(ExpansionError):
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
         quoted = ", ".join(repr(name) for name in names)
-        noun = "variable" if len(names) == 1 else "variables"
-        super().__init__(f"undefined {noun} {quoted} (not set in the environment or any .env file)")
+        noun = UNDEFINED if len(names) == 1 else f"{UNDEFINED}s"
+        super().__init__(f"{noun} {quoted} (not set in the environment or any .env file)")
 
 
 def expand_vars(text: str, lookup: Mapping[str, str]) -> str:

@@ -3,7 +3,10 @@
 Layers, lowest first (DESIGN.md §3): the system environment; `$ASSERN_HOME/.env`; the
 global config (`$ASSERN_HOME/config.toml`, or the `config_path` that replaces it, with
 its included `mcpServers` JSON files); the active `[projects.NAME]`; the project's
-`.assern/.env`; the project's `.assern/config.toml` (with its includes).
+`.assern/.env`; the project's `.assern/config.toml` (with its includes). A folder's own
+files (the last two, and an `mcpServers` file discovered in the working folder) apply
+only once the folder is trusted (sources.py, trust.py); until then they are parsed and
+left out.
 
 Which servers: every global server (those of included JSON files first), or only the
 ones a project's `servers = [...]` names; plus every server that the project's
@@ -33,7 +36,7 @@ up enabled are expanded, so an unused server's missing variable is not an error.
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,22 +44,13 @@ import attrs
 
 from assern.actors.config.home import (
     GLOBAL_CONFIG,
-    LEGACY_GLOBAL_CONFIG,
     LOCAL_DIR,
     TOKENS_FILE,
     expand_user,
     user_home,
 )
 from assern.actors.config.keypath import at
-from assern.actors.config.layers import (
-    GlobalSource,
-    LocalSource,
-    Origin,
-    ServerLayer,
-    read_dotenv,
-    read_global,
-    read_local,
-)
+from assern.actors.config.layers import GlobalSource, LocalSource, Origin, ServerLayer
 from assern.actors.config.listen import ListenSpec, listen_problems, parse_bind
 from assern.actors.config.merge import (
     EnvTable,
@@ -74,7 +68,8 @@ from assern.actors.config.model import (
     SettingsConfig,
     middleware_name,
 )
-from assern.actors.config.project import detect_project, find_local_root
+from assern.actors.config.project import detect_project
+from assern.actors.config.sources import read_sources
 from assern.actors.config.spec import (
     CallRules,
     ConfigError,
@@ -88,7 +83,7 @@ from assern.actors.config.spec import (
     Settings,
     dormancy,
 )
-from assern.actors.config.yaml_layout import yaml_available
+from assern.actors.config.trust import Untrusted
 
 
 def resolve_config(
@@ -105,6 +100,8 @@ def resolve_config(
         config_path: A config file replacing `$ASSERN_HOME/config.toml` (`--config`):
             TOML, or an `mcpServers` JSON file when its suffix is `.json`. Relative to
             `cwd`. It must exist.
+            Without it, `$ASSERN_HOME/config.toml`, else a discovered cllm-mcp file
+            (discover.py).
         project: `--project NAME`, which wins over detection; None to detect.
         cwd: The folder the user works in; the nearest `.assern/` is looked up from it.
         environ: The system environment (layer 1). HOME in it is the user's home.
@@ -112,7 +109,7 @@ def resolve_config(
 
     Returns:
         The settings, the enabled servers in declaration order, the project, the files
-        that contributed, and warnings.
+        that contributed, warnings, and what trust decided (`trust`).
 
     Raises:
         ConfigError: a file cannot be read or parsed, holds wrong values, refers to an
@@ -122,29 +119,11 @@ def resolve_config(
     environ = dict(environ)
     home = user_home(environ)
     cwd = Path(os.path.abspath(cwd))
-    warnings: list[str] = []
-
-    global_env_file = assern_home / ".env"
-    global_dotenv = read_dotenv(global_env_file)
-    if config_path is not None:
-        source = read_global(cwd / config_path, required=True, home=home)
-    else:
-        source = read_global(assern_home / GLOBAL_CONFIG, required=False, home=home)
-        legacy = assern_home / LEGACY_GLOBAL_CONFIG
-        if source.file is None and legacy.is_file():
-            if yaml_available():
-                source = read_global(legacy, required=True, home=home)
-            else:
-                warnings.append(
-                    f"{legacy} is not read: reading YAML needs PyYAML (pip install 'assern[yaml]'), "
-                    "or convert it with `assernctl config import`"
-                )
-    warnings += source.notes
-
-    local_root = find_local_root(cwd)
-    local_env_file = local_root / LOCAL_DIR / ".env" if local_root else None
-    local_dotenv = read_dotenv(local_env_file) if local_env_file else None
-    local = read_local(local_root, home=home) if local_root else None
+    read = read_sources(config_path=config_path, cwd=cwd, environ=environ, assern_home=assern_home)
+    warnings = list(read.warnings)
+    source, local, local_root = read.source, read.local, read.local_root
+    global_env_file, global_dotenv = read.global_env_file, read.global_dotenv
+    local_env_file, local_dotenv = read.local_env_file, read.local_dotenv
 
     match = detect_project(
         explicit=project,
@@ -197,7 +176,10 @@ def resolve_config(
         if spec is not None:
             servers[name] = spec
             warnings += policy_warnings(spec)
-    problems.raise_first(files)
+    try:
+        problems.raise_first(files)
+    except ConfigError as exc:
+        raise _with_trust_note(exc, read.trust.untrusted) from None
     profiles = _profiles(source.profiles, local.profiles if local else {})
     warnings += profile_warnings(profiles, servers)
 
@@ -222,27 +204,47 @@ def resolve_config(
         warnings=tuple(warnings),
         potential_files=_potential_files(
             assern_home,
-            global_config=config_path is None and source.file is None,
+            global_config=config_path is None,
             local_root=local_root,
             cwd=cwd,
+            discovered=read.choice.candidates,
         ),
+        trust=read.trust,
     )
 
 
+def _with_trust_note(error: ConfigError, untrusted: Sequence[Untrusted]) -> ConfigError:
+    """The error, and a word on the folders left out: a variable the global config takes
+    from a project's `.assern/.env` is undefined until that folder is trusted."""
+    if not untrusted:
+        return error
+    notes = tuple(
+        f"(not read: {item.project.folder}'s own files, which are not trusted; "
+        f"if a value should come from them, review and allow them with `{item.command}`)"
+        for item in untrusted
+    )
+    return ConfigError(error.file, (*error.problems, *notes))
+
+
 def _potential_files(
-    assern_home: Path, *, global_config: bool, local_root: Path | None, cwd: Path
+    assern_home: Path,
+    *,
+    global_config: bool,
+    local_root: Path | None,
+    cwd: Path,
+    discovered: tuple[Path, ...] = (),
 ) -> tuple[Path, ...]:
     """The files that do not exist now but would contribute if they were created.
 
     Candidates: the global .env, the global config.toml (unless `--config` replaces it),
-    and the `.assern/.env` and `.assern/config.toml` of the project root, or of `cwd`
-    when there is no project root yet.
+    the `.assern/.env` and `.assern/config.toml` of the project root, or of `cwd` when
+    there is no project root yet, and cllm-mcp's files when discovery applies.
     """
     candidates = [assern_home / ".env"]
     if global_config:
         candidates.append(assern_home / GLOBAL_CONFIG)
     root = local_root or cwd
-    candidates += [root / LOCAL_DIR / ".env", root / LOCAL_DIR / "config.toml"]
+    candidates += [root / LOCAL_DIR / ".env", root / LOCAL_DIR / "config.toml", *discovered]
     return tuple(path for path in candidates if not path.is_file())
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 import attrs
 
 from assern.actors.config.listen import ListenSpec
+from assern.actors.config.trust import TrustReport
 from assern.supervisor.spec import RestartPolicy
 
 #: Where a value came from, lowest layer first (DESIGN.md §3). `mcp-json` is a server read
@@ -326,6 +327,8 @@ class ResolvedConfig:
             created (the global config and .env, the local `.assern/config.toml` and
             `.env`), so hot reload notices them appearing.
         listen: The HTTP front (`[listen]`).
+        trust: Which folders' own files apply and which wait for `assernctl trust`;
+            its `watched` files (the store, the waiting files) reload when they change.
     """
 
     settings: Settings
@@ -335,6 +338,7 @@ class ResolvedConfig:
     warnings: tuple[str, ...] = ()
     potential_files: tuple[Path, ...] = ()
     listen: ListenSpec = attrs.field(factory=ListenSpec)
+    trust: TrustReport = attrs.field(factory=TrustReport)
 
 
 @attrs.frozen(kw_only=True)

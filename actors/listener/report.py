@@ -139,6 +139,7 @@ def instance_report(
         "started_at": round(info.started_at, 3),
         "uptime_s": _round(now - info.started_at),
         "reload_error": reload_error,
+        "trust": config.trust.document(),
         "clients": [
             {
                 "id": client.id,

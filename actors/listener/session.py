@@ -104,6 +104,8 @@ class ClientConnection:
         #: when the client connected (epoch seconds) and the name it gave at initialize
         self.connected_at = time.time()
         self.client_name: str | None = None
+        #: `clientInfo.version` of a handshake-era client, once it gave one
+        self.client_version: str | None = None
         #: the profile serving this client (None: the settings' view), and whether it was
         #: given (`assern serve --profile`) rather than matched by the client's name
         self.profile: str | None = None
@@ -287,6 +289,8 @@ class ClientConnection:
         info = params.get("clientInfo")
         if isinstance(info, Mapping) and isinstance(info.get("name"), str):
             self.client_name = info["name"]
+            version = info.get("version")
+            self.client_version = version if isinstance(version, str) else None
             self._match_profile()
 
     def _match_profile(self) -> None:

@@ -8,12 +8,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from assern.actors.config.discover import config_path_for
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.control_client import ControlError, ControlUnavailable, request
@@ -23,6 +21,7 @@ from assern.app.running import environ, loader
 
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
 
 
 class Usage(Exception):
@@ -55,7 +54,7 @@ class Instance:
         return request(self.slot.control, command, timeout=timeout, **fields)
 
 
-def _views(slot: Slot, hello: Mapping[str, Any]) -> list[Instance]:
+def views_of(slot: Slot, hello: Mapping[str, Any]) -> list[Instance]:
     """The workstation daemon's views, each as an instance of its configuration."""
     found = []
     for view in hello.get("views") or ():
@@ -89,11 +88,11 @@ def load_config(args: argparse.Namespace) -> tuple[ResolvedConfig, Callable[[], 
     """The configuration `list` and `call` use on their own (direct mode).
 
     Without `--config` and without a global assern config, cllm-mcp's files are found as
-    cllm-mcp finds them (./mcp-config.json, ./.mcp-config.json, ~/.config/cllm-mcp/).
+    cllm-mcp finds them (./mcp-config.json, ./.mcp-config.json, ~/.config/cllm-mcp/), as
+    `assern serve` finds them (actors/config/discover.py); the working folder's own
+    file applies once the folder is trusted.
     """
-    env = environ()
-    path = config_path_for(args.config, cwd=Path.cwd(), environ=env, assern_home=default_assern_home(env))
-    load = loader(path, args.project, env)
+    load = loader(args.config, args.project, environ())
     try:
         return load(), load
     except ConfigError as exc:
@@ -126,7 +125,7 @@ def all_instances() -> list[Instance]:
         slot = Slot(directory, name)
         answer = hello(slot)
         if answer is not None and answer.get("workstation"):
-            found += _views(slot, answer)
+            found += views_of(slot, answer)
         elif answer is not None:
             found.append(Instance(slot, answer))
     return found
@@ -134,6 +133,32 @@ def all_instances() -> list[Instance]:
 
 def _files(paths: Any) -> set[str]:
     return {os.path.realpath(str(p)) for p in paths} if isinstance(paths, list | tuple) else set()
+
+
+def matching(
+    instances: list[Instance], config: ResolvedConfig | None, *, project: str | None, config_path: Path | None
+) -> list[Instance]:
+    """The instances that serve `config`: the one with its fingerprint when one has it;
+    else those with the same project and config files (an edited configuration not
+    reloaded yet). When `config` does not resolve (None): those matching `project` and
+    `config_path` when given, else every one."""
+    if config is not None:
+        digest = fingerprint(config)
+        exact = [i for i in instances if i.hello.get("fingerprint") == digest]
+        if exact:
+            return exact[:1]
+        files = _files(config.files)
+        return [
+            i
+            for i in instances
+            if i.hello.get("project") == config.project and _files(i.hello.get("config_files")) == files
+        ]
+    same = instances
+    if project:
+        same = [i for i in same if i.hello.get("project") == project]
+    if config_path:
+        same = [i for i in same if os.path.realpath(config_path) in _files(i.hello.get("config_files"))]
+    return same
 
 
 def find_instance(args: argparse.Namespace) -> tuple[ResolvedConfig | None, Instance | None]:
@@ -157,24 +182,7 @@ def find_instance(args: argparse.Namespace) -> tuple[ResolvedConfig | None, Inst
         problem = None
     except ConfigError as exc:
         config, problem = None, exc
-    instances = all_instances()
-    if config is not None:
-        digest = fingerprint(config)
-        for instance in instances:
-            if instance.hello.get("fingerprint") == digest:
-                return config, instance
-        files = _files(config.files)
-        same = [
-            i
-            for i in instances
-            if i.hello.get("project") == config.project and _files(i.hello.get("config_files")) == files
-        ]
-    else:
-        same = instances
-        if args.project:
-            same = [i for i in same if i.hello.get("project") == args.project]
-        if args.config:
-            same = [i for i in same if os.path.realpath(args.config) in _files(i.hello.get("config_files"))]
+    same = matching(all_instances(), config, project=args.project, config_path=args.config)
     if len(same) == 1:
         if problem is not None:
             print(f"assernctl: warning: the configuration does not resolve now:\n{problem}", file=sys.stderr)

@@ -15,10 +15,12 @@ from assern.app.ctl.clients.command import add_parser as add_clients_parser
 from assern.app.ctl.clients.command import cmd_clients
 from assern.app.ctl.common import Usage
 from assern.app.ctl.context import cmd_context
+from assern.app.ctl.doctor import cmd_doctor
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
 from assern.app.ctl.tokens import cmd_token
+from assern.app.ctl.trust import cmd_trust, cmd_untrust
 from assern.app.ctl.web import cmd_web
 
 if TYPE_CHECKING:
@@ -98,6 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
     _context_parser(sub)
     add_clients_parser(sub)
 
+    doctor = sub.add_parser(
+        "doctor",
+        help="check the configuration, PATH, files, sockets, the instance and its backends; changes nothing",
+        description="Check what makes assern work here, with or without a running instance, and say how "
+        "to fix what is off: one line per check (ok, warn or fail, its id, the finding, a fix: line), then "
+        "a verdict. Exit 0 with no failure, 1 with any (with --strict, warnings count), 2 for a usage error.",
+    )
+    doctor.add_argument("--strict", action="store_true", help="count warnings as failures")
+    doctor.add_argument("--server", help="look at this server alone (its command and its backend)")
+    doctor.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
+    doctor.add_argument("--project", help="project (default: detected from the directory)")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    _trust_parser(sub)
+
     logs = sub.add_parser("logs", help="print (and follow) the log, readably")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing new lines")
     logs.add_argument("-n", "--lines", type=int, default=20, help="how many last lines first (-1: all)")
@@ -106,6 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--grep", help="only lines containing this text (case-insensitive)")
     logs.add_argument("--json", action="store_true", help="the raw JSON lines")
     return parser
+
+
+def _trust_parser(sub: Any) -> None:
+    """`assernctl trust [PATH]`, `trust --list`, `untrust PATH` (app/ctl/trust.py)."""
+    trust = sub.add_parser(
+        "trust",
+        help="review a folder's own configuration (.assern/, mcp-config.json) and let assern run it",
+        description="Show what the configuration files of PATH (default: the current folder) would "
+        "start, ask, and record them as trusted; a running instance applies it at once. See "
+        "docs/security.md.",
+    )
+    trust.add_argument("path", nargs="?", metavar="PATH", help="the folder (default: the current one)")
+    trust.add_argument("--yes", "-y", action="store_true", help="trust without asking (for scripts)")
+    trust.add_argument("--list", action="store_true", help="the trusted folders, and whether they changed")
+    untrust = sub.add_parser("untrust", help="forget a folder's trust: its configuration stops running")
+    untrust.add_argument("path", metavar="PATH", help="the folder (it may be gone already)")
+    for command in (trust, untrust):
+        command.add_argument("--config", type=Path, help="config file (as given to `assern serve`)")
+        command.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _context_parser(sub: Any) -> None:
@@ -155,6 +190,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "logs": cmd_logs,
     "context": cmd_context,
     "clients": cmd_clients,
+    "doctor": cmd_doctor,
+    "trust": cmd_trust,
+    "untrust": cmd_untrust,
     "web": cmd_web,
 }
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from assern.actors.backend.status import doctor_id
 from assern.actors.listener.context_index import progress_line
+from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -85,12 +87,14 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     clients = doc.get("clients") or []
     lines.append(f"  clients  {len(clients)}")
     lines += [f"    {client_line(c)}" for c in clients]
+    for line in (doc.get("trust") or {}).get("lines") or ():
+        lines.append(f"  ! {line}")
     if doc.get("reload_error"):
         lines.append("  ! the last reload failed; the configuration before it stays in force:")
         lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]
     backends = doc.get("backends") or []
     if not backends:
-        lines.append("  no servers are configured")
+        lines.append(f"  no servers are configured (doctor: {NO_SERVERS}): see `assernctl doctor`")
         return lines
     rows = [
         [
@@ -115,6 +119,9 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     lines.append("")
     lines += ["  " + line for line in table(rows, [*headers, "LAST EXIT / ERROR"])]
     for b in backends:
+        problem = doctor_id(b["state"], restarts=b.get("restarts", 0), tools=b.get("tools", 0))
+        if problem is not None:
+            lines.append(f"  {b['name']}: doctor: {problem}, see `assernctl doctor --server {b['name']}`")
         if b.get("context") is not None:
             lines.append(f"  {b['name']}: {context_line(b['context'], running=b['state'] == 'ready')}")
         if b.get("next_restart_in_s") is not None:
@@ -145,7 +152,7 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
         rows = [
             [
                 s["id"],
-                _cell(s.get("client")),
+                " ".join(filter(None, [s.get("client"), s.get("client_version")])) or "-",
                 s.get("project") or "-",
                 s.get("cwd", "-"),
                 duration(s.get("connected_s")),

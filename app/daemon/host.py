@@ -53,6 +53,8 @@ from assern.app.daemon.hello import MAX_HELLO, BadHello, read_hello
 from assern.app.front_door import Replay
 from assern.app.hint import config_environ
 from assern.app.instance import fingerprint
+from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
+from assern.app.no_servers import looked_at, no_servers_line
 from assern.app.tree import Tree, log_reader
 from assern.supervisor.io.logs import LOG_FILE
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
@@ -260,7 +262,14 @@ class DaemonHost:
                 await self._say(stream, _notice("assern/refused", {"error": problem}))
                 return
             view = await self._view_for(config, load)
-            welcome = {"view": view.label, "project": config.project, "warnings": list(config.warnings)}
+            nothing = no_servers_line(config)
+            welcome = {
+                "view": view.label,
+                "project": config.project,
+                "warnings": [*config.warnings, *config.trust.lines()],
+                # lines the client's `assern serve` prints on stderr as they are
+                "notices": [nothing] if nothing is not None else [],
+            }
             if not await self._say(stream, _notice("assern/welcome", welcome)):
                 return
             await self._serve_session(view, params, Replay(rest, stream, eof=False), stream, profile)
@@ -308,9 +317,10 @@ class DaemonHost:
         before = set(listener.connections)
 
         def client() -> tuple[str | None, str | None]:
+            """The client's name and version, as its initialize gave them."""
             for key in set(listener.connections) - before:
                 connection = listener.connections[key]
-                return connection.client_name, key
+                return connection.client_name, connection.client_version
             return None, None
 
         self.sessions[session_id] = Session(
@@ -368,6 +378,9 @@ class DaemonHost:
             )
             self.views[view_id] = view
             log.info("daemon_view_started", view=label, project=config.project, servers=list(config.servers))
+            if not config.servers:
+                looked = [str(path) for path in looked_at(config)]
+                log.warning("config_no_servers", doctor=NO_SERVERS, view=label, looked=looked)
             await self._nursery.start(self._run_view, view_id, view)
             return view
 
@@ -519,11 +532,12 @@ class DaemonHost:
         now = time.time()
         sessions = []
         for session in self.sessions.values():
-            name, _ = session.client()
+            name, version = session.client()
             sessions.append(
                 {
                     "id": session.id,
                     "client": name,
+                    "client_version": version,
                     "project": session.project,
                     "view": session.view,
                     "cwd": session.cwd,

@@ -19,8 +19,9 @@ alike:
   kind, in an ASSERN_HOME of its own): `assern serve` joins it, and its view of the
   configuration is running or starts for the client (`--daemon` adds this kind).
 
-Each start ends when its client closes stdin and the process has exited. Prints the
-median and the slowest of each kind, and their ratio.
+Each start ends when its client closes stdin and the process has exited (that wait is
+timed too: an isolated instance stops its backends first; a start that joined the daemon
+is only its bridge). Prints the median and the slowest of each kind, and their ratio.
 """
 
 from __future__ import annotations
@@ -98,9 +99,11 @@ def one_start(home: Path, work: Path, *, isolated: bool = True) -> dict[str, Any
             seconds = time.perf_counter() - started
             tools = len(message["result"]["tools"])
             break
+    closed = time.perf_counter()
     process.stdin.close()
     process.wait(timeout=30)
-    return {"seconds": seconds, "tools": tools, "list_changed_before": changed}
+    exit_seconds = time.perf_counter() - closed
+    return {"seconds": seconds, "tools": tools, "list_changed_before": changed, "exit_seconds": exit_seconds}
 
 
 def main() -> None:
@@ -147,6 +150,7 @@ def main() -> None:
     for kind, found in runs.items():
         seconds = sorted(r["seconds"] for r in found)
         report[kind] = {
+            "exit_median_ms": round(statistics.median(r["exit_seconds"] for r in found) * 1000, 1),
             "median_ms": round(statistics.median(seconds) * 1000, 1),
             "max_ms": round(seconds[-1] * 1000, 1),
             "tools": sorted({r["tools"] for r in found}),
@@ -155,7 +159,8 @@ def main() -> None:
         print(
             f"{kind}: spawn to the first tools/list answer, median {report[kind]['median_ms']} ms, "
             f"slowest {report[kind]['max_ms']} ms over {len(found)} starts; tools listed "
-            f"{report[kind]['tools']}; list_changed before it: {report[kind]['list_changed_before']}"
+            f"{report[kind]['tools']}; list_changed before it: {report[kind]['list_changed_before']}; "
+            f"from its stdin closed to its exit, median {report[kind]['exit_median_ms']} ms"
         )
     ratio = report["warm"]["median_ms"] / report["cold"]["median_ms"]
     report["warm_over_cold"] = round(ratio, 3)

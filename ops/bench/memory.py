@@ -10,6 +10,13 @@ the handshake era until it lists every tool, then for one call; its RSS and peak
 client too, which loads the `mcp` SDK (and its HTTP server stack) into assern. The
 floor is a bare interpreter that imports what every assern holds: trio with `ssl`, and
 the protocol models of `mcp_types`.
+
+What a user's machine holds for one instance is every process assern starts but the
+backends: assern itself and its watchdog. Each size also reads the PSS of each of them
+(/proc/PID/smaps_rollup: each shared page divided among the processes that map it, so
+the interpreter's pages shared with the backends are counted once among them all) and
+prints their sum, `instance_pss_mb`, with each one's RSS and PSS beside it and the
+backends' PSS apart. The load average before and after the run says what else ran.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from mcp.client.stdio import StdioServerParameters
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from procs import cmdline, descendants, peak_rss_kb, rss_kb  # noqa: E402
+from procs import cmdline, descendants, descendants_with_parents, loadavg, peak_rss_kb, pss_kb, rss_kb  # noqa: E402
 
 BENCH_SERVER = HERE / "bench_server.py"
 SIZES = ("1x2", "10x10", "20x50")
@@ -54,6 +61,42 @@ def assern_of(me: int) -> int:
         if len(argv) > 2 and argv[1].endswith("assern") and argv[2] == "serve":
             return pid
     raise RuntimeError("no assern serve among this process's children")
+
+
+def role(argv: list[str]) -> str:
+    """What a process of the instance is, by its command line."""
+    if any(arg.endswith("reaper.py") for arg in argv):
+        return "watchdog"
+    if any(arg.endswith(BENCH_SERVER.name) for arg in argv):
+        return "backend"
+    return " ".join(argv)[-60:]
+
+
+def instance(pid: int) -> dict[str, Any]:
+    """The processes of the instance rooted at `pid`: assern and every process it started
+    but the backends (and what those started), each with its RSS and PSS; their PSS summed;
+    the backends' PSS apart."""
+    backends: set[int] = set()
+    own = [("assern", pid)]
+    for child, parent in descendants_with_parents(pid):
+        if parent in backends or role(cmdline(child)) == "backend":
+            backends.add(child)
+        else:
+            own.append((role(cmdline(child)), child))
+    return {
+        "instance_pss_mb": round(sum(pss_kb(member) for _, member in own) / 1024, 1),
+        "processes": [
+            {
+                "role": name,
+                "pid": member,
+                "rss_mb": round(rss_kb(member) / 1024, 1),
+                "pss_mb": round(pss_kb(member) / 1024, 1),
+            }
+            for name, member in own
+        ],
+        "backend_processes": len(backends),
+        "backends_pss_mb": round(sum(pss_kb(member) for member in backends) / 1024, 1),
+    }
 
 
 async def one_size(backends: int, tools: int, work: Path, mode: str) -> dict[str, Any]:
@@ -89,14 +132,17 @@ async def one_size(backends: int, tools: int, work: Path, mode: str) -> dict[str
             "client": mode,
             "rss_mb": round(rss_kb(pid) / 1024, 1),
             "peak_rss_mb": round(peak_rss_kb(pid) / 1024, 1),
+            **instance(pid),
         }
 
 
 async def measure(sizes: list[tuple[int, int]], work: Path) -> dict[str, Any]:
+    before = loadavg()
     rows = [await one_size(backends, tools, work, "legacy") for backends, tools in sizes]
     backends, tools = max(sizes, key=lambda size: size[0] * size[1])
     rows.append(await one_size(backends, tools, work, "2026-07-28"))
-    return {"floor_mb": round(floor_mb(), 1), "assern": rows}
+    load = {"before": before, "after": loadavg()}
+    return {"floor_mb": round(floor_mb(), 1), "assern": rows, "load_average": load}
 
 
 def size(text: str) -> tuple[int, int]:
@@ -118,12 +164,19 @@ def main() -> int:
     sizes = args.size or [size(text) for text in SIZES]
     with tempfile.TemporaryDirectory(prefix="assern-memory-bench-") as folder:
         figures = trio.run(measure, sizes, Path(folder))
+    load = figures["load_average"]
+    print(f"load average (1, 5, 15 min) before: {load['before']}, after: {load['after']}")
     print(f"a bare interpreter with trio, ssl and mcp_types: {figures['floor_mb']:.1f} MB")
     for row in figures["assern"]:
         era = "handshake-era client" if row["client"] == "legacy" else f"{row['client']} client"
+        each = ", ".join(
+            f"{p['role']} {p['rss_mb']:.1f} MB RSS / {p['pss_mb']:.1f} PSS" for p in row["processes"]
+        )
         print(
             f"assern, {row['tools']:>5} tools ({row['backends']} backends), a {era}: "
-            f"RSS {row['rss_mb']:.1f} MB (peak {row['peak_rss_mb']:.1f} MB)"
+            f"RSS {row['rss_mb']:.1f} MB (peak {row['peak_rss_mb']:.1f} MB); "
+            f"one instance, backends apart: PSS {row['instance_pss_mb']:.1f} MB ({each}); "
+            f"its backends: PSS {row['backends_pss_mb']:.1f} MB"
         )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))

@@ -135,6 +135,18 @@ def rss_kb(pid: int) -> int:
     return _status_kb(pid, "VmRSS")
 
 
+def pss_kb(pid: int) -> int:
+    """Proportional set size: the process's resident pages, each shared page divided
+    among the processes that map it (/proc/PID/smaps_rollup); 0 when unreadable."""
+    try:
+        for line in (PROC / str(pid) / "smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def peak_rss_kb(pid: int) -> int:
     """The kernel's high-water mark of the process's resident set (VmHWM)."""
     return _status_kb(pid, "VmHWM")

@@ -36,6 +36,10 @@ from pathlib import Path
 from typing import IO, Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from procs import pss_kb  # noqa: E402
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -64,10 +68,10 @@ def rss_kib(pid: int) -> int:
 
 def pss_kib(pid: int) -> int:
     """Proportional set size: shared pages (the interpreter's) divided among their users."""
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        if line.startswith("Pss:"):
-            return int(line.split()[1])
-    raise LookupError(pid)
+    found = pss_kb(pid)
+    if not found:
+        raise LookupError(pid)
+    return found
 
 
 def percentile(samples: Sequence[float], q: float) -> float:

@@ -172,3 +172,38 @@ def test_referenced_names_and_the_env_digest() -> None:
     assert referenced_names(["a ${TOKEN} $HOME_DIR ${X:-d} $$ $5 ${ }"]) == {"TOKEN", "HOME_DIR", "X"}
     assert env_digest(["A", "B"], {"A": "1"}) == env_digest(["B", "A"], {"A": "1", "C": "2"})
     assert env_digest(["A"], {"A": "1"}) != env_digest(["A"], {})
+
+
+def test_a_trust_grant_or_revoke_invalidates_the_hint_and_the_notice_is_kept(world: World) -> None:
+    """The trust store is a file the resolution read: the quick path must not proxy to the
+    primary of the untrusted configuration once the folder is trusted (nor the reverse)."""
+    from assern.actors.config.sources import read_sources, trust_file
+    from assern.actors.config.trust import grant, revoke
+
+    root = world.home / "code" / "app"
+    (root / ".assern").mkdir()
+    (root / ".assern" / "config.toml").write_text('[servers.build]\ncommand = "sh"\n')
+    world.leave_hint()
+    hint = world.found()
+    assert hint is not None
+    (notice,) = hint["notices"]
+    assert notice.startswith(f"{root}: 1 server(s) from .assern/config.toml not started")
+
+    found = read_sources(config_path=None, cwd=world.work, environ=world.env, assern_home=world.assern_home)
+    grant(trust_file(world.assern_home), found.projects, now="2026-01-01T00:00:00+00:00")
+    assert world.found() is None
+    world.leave_hint()
+    trusted = world.found()
+    assert trusted is not None
+    assert trusted["notices"] == []
+
+    revoke(trust_file(world.assern_home), [str(root)])
+    assert world.found() is None
+
+
+def test_a_hint_with_notices_that_are_not_lines_is_ignored(world: World) -> None:
+    path = world.leave_hint()
+    hint = json.loads(Path(path).read_text())
+    hint["notices"] = [{"not": "a line"}]
+    Path(path).write_text(json.dumps(hint))
+    assert world.found() is None

@@ -50,6 +50,21 @@ class AssernEnv:
     def serve(self, config: Path, *extra: str) -> StdioServerParameters:
         return self.params("serve", "--config", str(config), *extra)
 
+    def trust(self, folder: Path) -> None:
+        """`assernctl trust --yes FOLDER`: its own files (`.assern/`, mcp-config.json) apply."""
+        found = shutil.which("assernctl", path=str(Path(sys.executable).parent))
+        assert found is not None, "the `assernctl` console script is not installed beside this Python"
+        done = subprocess.run(
+            [found, "trust", "--yes", str(folder)],
+            env=self.env,
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
     def log_events(self) -> list[dict[str, object]]:
         path = self.assern_home / "logs" / "assern.log"
         if not path.exists():

@@ -78,6 +78,7 @@ def repo(assern_env: AssernEnv) -> Path:
     folder = assern_env.home / "work" / "repo"
     (folder / ".assern").mkdir(parents=True)
     (folder / ".assern" / ".env").write_text(f"GITHUB_TOKEN={REPO_TOKEN}\n")
+    assern_env.trust(folder)
     return folder
 
 
@@ -91,7 +92,8 @@ def test_show_prints_the_resolved_config_redacted(assern_env: AssernEnv, repo: P
     result = ctl(assern_env, "show", "--json", cwd=repo)
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert set(document) == {"project", "files", "settings", "servers", "warnings"}
+    assert set(document) == {"project", "files", "settings", "servers", "warnings", "trust"}
+    assert document["trust"]["trusted"] == [str(repo)]
     assert document["project"] == "work"
     assert document["files"] == [
         str(assern_env.assern_home / ".env"),
@@ -377,9 +379,15 @@ def test_cllm_mcp_discovery_when_there_is_no_assern_config(assern_env: AssernEnv
     assert list(json.loads(ctl(assern_env, "show", "--json").stdout)["servers"]) == ["from-user"]
 
     (assern_env.work / ".mcp-config.json").write_text('{"mcpServers": {"from-hidden": {"command": "h"}}}')
+    assern_env.trust(assern_env.work)
     assert list(json.loads(ctl(assern_env, "show", "--json").stdout)["servers"]) == ["from-hidden"]
 
     (assern_env.work / "mcp-config.json").write_text('{"mcpServers": {"from-cwd": {"command": "c"}}}')
+    document = json.loads(ctl(assern_env, "show", "--json").stdout)
+    # the working folder's own file: read as `assern serve` reads it, and not used until trusted
+    assert document["servers"] == {}
+    assert document["trust"]["untrusted"][0]["servers"] == ["from-cwd"]
+    assern_env.trust(assern_env.work)
     document = json.loads(ctl(assern_env, "show", "--json").stdout)
     assert list(document["servers"]) == ["from-cwd"]
     assert document["files"] == [str(assern_env.work / "mcp-config.json")]

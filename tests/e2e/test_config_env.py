@@ -89,6 +89,7 @@ async def test_github_token_vector_local_env_wins(assern_env: AssernEnv) -> None
     repo = project_folder(assern_env, "work/repo")
     (repo / ".assern").mkdir()
     (repo / ".assern" / ".env").write_text("GITHUB_TOKEN=repo-specific-token\n")
+    assern_env.trust(repo)
     src = project_folder(assern_env, "work/repo/src")  # anywhere inside the project
 
     got = await env_of(assern_env, src, "github", "GITHUB_TOKEN", "PATH", "HOME")

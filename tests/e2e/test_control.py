@@ -44,6 +44,7 @@ INSTANCE_KEYS = {
     "started_at",
     "uptime_s",
     "reload_error",
+    "trust",
     "clients",
     "recent_calls",
     "backends",
@@ -365,6 +366,7 @@ async def test_direct_mode_finds_a_cllm_mcp_config_in_the_working_directory(asse
     # No --config and no global assern config: ./mcp-config.json is used, as cllm-mcp does.
     entry = {"command": sys.executable, "args": [str(TESTING_SERVER), "--name", "cl", "--tools", "echo"]}
     (assern_env.work / "mcp-config.json").write_text(json.dumps({"mcpServers": {"cl": entry}}))
+    assern_env.trust(assern_env.work)  # the working folder's own file applies once trusted
     with trio.fail_after(40):
         called = await ctl(assern_env, "call", "cl_echo", '{"text": "discovered"}')
     assert called.returncode == 0, err(called)

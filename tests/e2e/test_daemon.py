@@ -109,6 +109,7 @@ async def test_two_projects_share_a_backend_and_each_sees_only_its_own_servers(a
             daemon = doc["workstation"]
             assert len(daemon["sessions"]) == 2
             assert {s["project"] for s in daemon["sessions"]} == {"a", None}
+            assert all(s["client"] and s["client_version"] for s in daemon["sessions"])
             shared = {backend["name"]: backend for backend in daemon["backends"]}
             assert len(shared["alpha"]["views"]) == 2
             assert shared["alpha"]["sessions"] == 2
@@ -345,6 +346,67 @@ async def test_a_socket_activated_daemon_takes_the_sockets_it_is_given(assern_en
     finally:
         for sock in held:
             sock.close()
+
+
+async def test_two_projects_whose_server_differs_in_env_get_two_backends(assern_env: AssernEnv) -> None:
+    a, b = assern_env.work / "a", assern_env.work / "b"
+    a.mkdir()
+    b.mkdir()
+    (assern_env.assern_home / "config.toml").write_text(
+        server_table("alpha")
+        + 'env = { COLOUR = "blue" }\n'
+        + f'\n[projects.a]\ndirectories = ["{a}"]\n\n[projects.a.servers.alpha]\nenv = {{ COLOUR = "red" }}\n'
+    )
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            in_a, in_b = Session(serve_in(assern_env, a)), Session(serve_in(assern_env, b))
+            client_a = await nursery.start(in_a.run)
+            client_b = await nursery.start(in_b.run)
+            assert text_of(await client_a.call_tool("alpha_get_env", {"name": "COLOUR"})) == "red"
+            assert text_of(await client_b.call_tool("alpha_get_env", {"name": "COLOUR"})) == "blue"
+            pids = {text_of(await c.call_tool("alpha_get_pid", {})) for c in (client_a, client_b)}
+            assert len(pids) == 2
+            doc = await ctl_json(assern_env, "status", cwd=a)
+            names = sorted(backend["name"] for backend in doc["workstation"]["backends"])
+            assert names[0] == "alpha"
+            assert names[1].startswith("alpha~")  # the second key's pool name
+            in_a.leave()
+            in_b.leave()
+
+
+async def test_through_the_daemon_only_the_trusted_projects_own_servers_run(assern_env: AssernEnv) -> None:
+    """Two project folders with their own `.assern/config.toml`, each with a server that
+    leaves a marker when it starts; one folder trusted: only its server runs."""
+    from test_trust import marker_server
+
+    (assern_env.assern_home / "config.toml").write_text(server_table("alpha"))
+    trusted, untrusted = assern_env.work / "trusted", assern_env.work / "untrusted"
+    for folder in (trusted, untrusted):
+        (folder / ".assern").mkdir(parents=True)
+        (folder / ".assern" / "config.toml").write_text(marker_server(folder / "started"))
+    with trio.fail_after(90):
+        granted = await ctl(assern_env, "trust", "--yes", cwd=trusted)
+        assert granted.returncode == 0, granted.stderr.decode()
+        async with workstation(assern_env):
+            async with Client(serve_in(assern_env, trusted), mode="legacy") as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert {"alpha_echo", "build_echo"} <= names
+            joined = await trio.run_process(
+                [assern_command(), "serve"],
+                env=assern_env.env,
+                cwd=str(untrusted),
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            async with Client(serve_in(assern_env, untrusted), mode="legacy") as client:
+                names = {t.name for t in (await client.list_tools()).tools}
+                assert "alpha_echo" in names
+                assert "build_echo" not in names
+    assert (trusted / "started").exists()
+    assert not (untrusted / "started").exists()
+    assert "assernctl trust" in joined.stderr.decode()
 
 
 async def _page(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], str]:

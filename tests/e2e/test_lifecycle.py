@@ -244,11 +244,12 @@ async def test_lazy_backends_start_on_first_use_and_sleep_when_idle(
         async with Client(assern_env.serve(config), mode="legacy") as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert "alpha_echo" in names  # known from a first start that learned its tools
-            while not events(assern_env, "backend_state", server="alpha", state="dormant"):  # noqa: ASYNC110
+            while not events(assern_env, "backend_state", server="alpha", state="lazy"):  # noqa: ASYNC110
                 await trio.sleep(0.05)
             pid = int(text_of(await client.call_tool("alpha_get_pid", {})))
             assert events(assern_env, "backend_lazy_start", server="alpha")
             await wait_gone(pid)  # idle for 1 s: put to sleep
+            assert events(assern_env, "backend_state", server="alpha", state="dormant")
             again = int(text_of(await client.call_tool("alpha_get_pid", {})))
             assert again != pid
 

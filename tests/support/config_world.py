@@ -9,7 +9,9 @@ import textwrap
 from pathlib import Path
 
 from assern.actors.config.resolve import resolve_config
-from assern.actors.config.spec import ResolvedConfig
+from assern.actors.config.sources import read_sources, trust_file
+from assern.actors.config.spec import ConfigError, ResolvedConfig
+from assern.actors.config.trust import grant
 
 
 class World:
@@ -27,6 +29,16 @@ class World:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
         return target
+
+    def trust(self, folder: Path, *, config_path: Path | None = None) -> None:
+        """Trust what a session in `folder` would read of the folders' own files."""
+        try:
+            found = read_sources(
+                config_path=config_path, cwd=folder, environ=self.environ, assern_home=self.assern_home
+            )
+        except ConfigError:
+            return  # the resolution names the file at fault
+        grant(trust_file(self.assern_home), found.projects, now="2026-01-01T00:00:00Z")
 
     def global_config(self, text: str) -> Path:
         return self.write(self.assern_home / "config.toml", text)
@@ -46,8 +58,13 @@ class World:
         cwd: Path | str | None = None,
         project: str | None = None,
         config_path: Path | None = None,
+        trusted: bool = True,
     ) -> ResolvedConfig:
+        """Resolve in `cwd`; with `trusted`, the folder's own files are trusted first (as
+        `assernctl trust --yes` would), so they apply as they are now."""
         folder = self.home / cwd if cwd is not None else self.folder("elsewhere")
+        if trusted:
+            self.trust(folder, config_path=config_path)
         return resolve_config(
             config_path=config_path,
             project=project,

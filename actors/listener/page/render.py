@@ -16,8 +16,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from assern.actors.backend.status import doctor_id
 from assern.actors.listener.context_index import progress_line
-from assern.actors.listener.page.findings import doctor_id
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -146,6 +146,17 @@ def _is_table(value: Any) -> bool:
     return isinstance(value, list) and any(isinstance(item, dict) for item in value)
 
 
+def finding(backend: Mapping[str, Any]) -> str | None:
+    """The id of `assernctl doctor`'s finding for one backend's status entry, if any (the
+    doctor's own rule, so the page, the log and the doctor name a problem alike)."""
+    restarts, tools = backend.get("restarts"), backend.get("tools")
+    return doctor_id(
+        str(backend.get("state")),
+        restarts=restarts if isinstance(restarts, int) else 0,
+        tools=tools if isinstance(tools, int) else -1,  # not said: not "no tools"
+    )
+
+
 def _latency(value: Any) -> str:
     if isinstance(value, dict) and value.get("median") is not None:
         return _e(f"{value['median']:g} ms (of {value.get('samples', 0)})")
@@ -163,7 +174,7 @@ def _backend_cell(key: str, backend: Mapping[str, Any], now: float) -> str:
     if key == "latency_ms":
         return _latency(value)
     if key == "last_error":
-        found = doctor_id(backend)
+        found = finding(backend)
         badge = f'<code class="doctor-id">{_e(found)}</code> ' if found else ""
         return badge + text(value)
     return text(value)
@@ -179,7 +190,7 @@ def backends_part(doc: Mapping[str, Any], now: float) -> str:
             f'<td class="{_e(key)}">{_backend_cell(key, backend, now)}</td>' for key, _ in _BACKEND_COLUMNS
         )
         more = {k: v for k, v in backend.items() if k not in shown}
-        found = doctor_id(backend) or ""
+        found = finding(backend) or ""
         rows.append(
             f'<tr id="backend-{_e(name)}" data-state="{_e(backend.get("state", ""))}" '
             f'data-doctor="{_e(found)}">{cells}'

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from assern.actors.config.discover import config_path_for
+from assern.actors.config.discover import global_choice
 from assern.actors.config.home import GLOBAL_CONFIG, LOCAL_DIR, default_assern_home, user_home
 from assern.actors.config.layers import read_dotenv, read_global, read_local
 from assern.actors.config.project import find_local_root
@@ -54,11 +54,12 @@ class Context:
         return cls(environ=environ, cwd=Path.cwd(), assern_home=default_assern_home(environ))
 
     def config_path(self, explicit: Path | None) -> Path | None:
-        return config_path_for(explicit, cwd=self.cwd, environ=self.environ, assern_home=self.assern_home)
+        """The file standing for the global config (None: `$ASSERN_HOME`'s), as resolution chooses."""
+        return global_choice(explicit, cwd=self.cwd, environ=self.environ, assern_home=self.assern_home).path
 
     def resolve(self, *, config: Path | None, project: str | None) -> ResolvedConfig:
         return resolve_config(
-            config_path=self.config_path(config),
+            config_path=config,
             project=project,
             cwd=self.cwd,
             environ=self.environ,
@@ -321,7 +322,8 @@ def check_current(
         resolved = ctx.resolve(config=config, project=project)
     except ConfigError as exc:
         return [*findings, Finding(file=exc.file or "(configuration)", problems=exc.problems)], ()
-    return [*findings, *(Finding(file=str(file)) for file in resolved.files)], resolved.warnings
+    warnings = (*resolved.warnings, *resolved.trust.lines())
+    return [*findings, *(Finding(file=str(file)) for file in resolved.files)], warnings
 
 
 # ----------------------------------------------------------------------- init / import

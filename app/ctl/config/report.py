@@ -100,6 +100,7 @@ def show_document(config: ResolvedConfig) -> dict[str, Any]:
             for name, spec in config.servers.items()
         },
         "warnings": list(config.warnings),
+        "trust": config.trust.document(),
     }
 
 
@@ -188,6 +189,7 @@ def render_show(document: Mapping[str, Any]) -> str:
         lines.append(f"  {name}  [{server['transport']}]")
         lines += [f"    {line}" for line in _server_lines(server)]
     lines += [f"warning: {warning}" for warning in document["warnings"]]
+    lines += [f"warning: {line}" for line in document["trust"]["lines"]]
     return "\n".join(lines)
 
 

@@ -63,6 +63,8 @@ import scoring  # noqa: E402
 
 TOP_K = 10
 BUNDLE_TOKENS = 2000
+#: bytes per token, the project's rule (assern.actors.router.views.BYTES_PER_TOKEN)
+BYTES_PER_TOKEN = 4
 SCALE_FILES = 10_000
 ENGINE_MODES = ("lexical", "reranked", "fused", "fused-norerank", "meaning")
 #: the modes that rank by meaning (the `assern[semantic]` extra's vectors)
@@ -360,9 +362,46 @@ async def ask(client: Any, query: str) -> Answer:
     return Answer(tuple(scoring.files_in_order(r["path"] for r in found["results"])), ms)
 
 
-async def bundle_hit(client: Any, query: Query) -> bool:
-    found = await call(client, "get_context_for_prompt", {"query": query.text, "max_tokens": BUNDLE_TOKENS})
-    return bool({f["path"] for f in found["files"]} & set(query.files))
+@attrs.frozen
+class Bundle:
+    """One `get_context_for_prompt` answer: whether it holds a labelled file, how long it
+    took, and its size in tokens as the client got it (the larger of its text content
+    and its compact `structuredContent` JSON, at 4 bytes a token)."""
+
+    hit: bool
+    ms: float
+    tokens: int
+
+
+def answer_tokens(texts: Sequence[str], structured: dict[str, Any]) -> int:
+    """The tokens of an answer as a client may hand it to the model, in either form."""
+    text = "\n".join(texts).encode("utf-8", "surrogatepass")
+    data = json.dumps(structured, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return -(-max(len(text), len(data)) // BYTES_PER_TOKEN)
+
+
+async def bundle_hit(client: Any, query: Query) -> Bundle:
+    started = time.perf_counter()
+    result = await client.call_tool(
+        "get_context_for_prompt", {"query": query.text, "max_tokens": BUNDLE_TOKENS}
+    )
+    ms = (time.perf_counter() - started) * 1000
+    if result.is_error or result.structured_content is None:
+        text = " ".join(getattr(c, "text", "") for c in result.content)
+        raise EngineError(f"get_context_for_prompt {query.text!r} failed: {text or 'no structuredContent'}")
+    found: dict[str, Any] = result.structured_content
+    tokens = answer_tokens([getattr(c, "text", "") for c in result.content], found)
+    return Bundle(bool({f["path"] for f in found["files"]} & set(query.files)), ms, tokens)
+
+
+def bundle_figures(bundles: Sequence[Bundle]) -> dict[str, Any]:
+    """The bundles' hit rate, latency, and how many went over their budget."""
+    return {
+        "bundle_hit_rate": round(sum(b.hit for b in bundles) / len(bundles), 4),
+        "bundle_ms_p95": round(scoring.percentile([b.ms for b in bundles], 0.95), 3),
+        "bundle_tokens_max": max(b.tokens for b in bundles),
+        "bundles_over_budget": sum(b.tokens > BUNDLE_TOKENS for b in bundles),
+    }
 
 
 async def engine_quality(
@@ -517,11 +556,7 @@ def quality(
             answers += found.pop("answers")
             hits += found.pop("bundle_hits")
             per_project[project] = found
-        report[f"engine {mode}"] = {
-            **scored(ordered, answers),
-            "bundle_hit_rate": round(sum(hits) / len(hits), 4),
-            "index": per_project,
-        }
+        report[f"engine {mode}"] = {**scored(ordered, answers), **bundle_figures(hits), "index": per_project}
     return report
 
 
@@ -653,6 +688,11 @@ def print_quality(report: dict[str, Any], q: dict[str, Any]) -> None:
             print(f"{name:<46} {row['ndcg@10']:>+8.3f} {row['recall@5']:>+9.3f} {bundle}")
     print("(few-words: NDCG@10 on the queries written without their answer's words; bundle: share of")
     print(f" queries with a labelled file in a {BUNDLE_TOKENS}-token get_context_for_prompt bundle)")
+    for name in (k for k in q if k.startswith("engine ") and "bundle_ms_p95" in q[k]):
+        row = q[name]
+        print(f"bundles, {name}: p95 {row['bundle_ms_p95']:.2f} ms, largest answer "
+              f"{row['bundle_tokens_max']} tokens, {row['bundles_over_budget']} of {q['queries']} "
+              f"over {BUNDLE_TOKENS}")  # fmt: skip
     print(f"ripgrep baseline: {q['ripgrep']['tool']}")
     scale = report.get("baselines_at_scale")
     if scale:

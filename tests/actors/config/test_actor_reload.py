@@ -254,3 +254,40 @@ async def test_an_unexpected_error_in_loading_is_a_failed_reload_not_a_crash() -
         assert run.actor.reload_error == "internal error while reloading (KeyError); please report it"
         assert [e["event"] for e in logs] == ["config_reload_failed"]
         assert "sk-live" not in repr(logs)
+
+
+async def test_a_grant_reloads_and_the_folders_servers_start(
+    world: World, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The trust store is watched: trusting the folder (a write of the store) applies it,
+    and an edit of the trusted file after that takes the folder's server away again."""
+    world.global_config('[servers.mine]\ncommand = "mine"\n')
+    world.write("repo/.assern/config.toml", '[servers.build]\ncommand = "sh"\n')
+    repo = world.home / "repo"
+
+    def load() -> ResolvedConfig:
+        return world.resolve(cwd="repo", trusted=False)
+
+    files = FakeFiles()
+    for path in (world.assern_home / "config.toml", repo / ".assern" / "config.toml"):
+        files.write(path)
+    async with running(load, files) as run:
+        assert [list(d.specs) for d in run.sent()] == [["mine"]]
+        store = world.assern_home / "trust.json"
+        assert store in run.actor.watched()
+        with structlog.testing.capture_logs() as logs:
+            world.trust(repo)
+            files.write(store)
+            await trio.sleep(5)
+        assert [list(d.specs) for d in run.sent()] == [["mine", "build"]]
+        assert not [e for e in logs if e["event"] == "project_untrusted"]
+
+        world.write("repo/.assern/config.toml", '[servers.build]\ncommand = "curl"\n')
+        with structlog.testing.capture_logs() as logs:
+            files.write(repo / ".assern" / "config.toml", size=1)
+            await trio.sleep(5)
+        assert [list(d.specs) for d in run.sent()] == [["mine"]]
+        (untrusted,) = [e for e in logs if e["event"] == "project_untrusted"]
+        assert untrusted["folder"] == str(repo)
+        assert untrusted["reason"] == "changed"
+        assert untrusted["command"] == f"assernctl trust {repo}"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from assern.actors.config.discover import config_path_for, discover_config
+from assern.actors.config.discover import GlobalChoice, discover_config, global_choice
 
 CWD = Path("/home/u/project")
 ENVIRON = {"HOME": "/home/u"}
@@ -42,20 +42,31 @@ def test_home_comes_from_the_environment() -> None:
 
 def test_explicit_config_wins() -> None:
     explicit = Path("mine.toml")
-    found = config_path_for(
+    found = global_choice(
         explicit, cwd=CWD, environ=ENVIRON, assern_home=ASSERN_HOME, is_file=exists(LOCAL, USER)
     )
-    assert found == explicit
+    assert found == GlobalChoice(path=explicit, required=True)  # the user's own: no folder to trust
 
 
 @pytest.mark.parametrize("name", ["config.toml", "config.yaml"])
 def test_an_assern_config_wins_over_discovery(name: str) -> None:
-    found = config_path_for(
+    found = global_choice(
         None, cwd=CWD, environ=ENVIRON, assern_home=ASSERN_HOME, is_file=exists(ASSERN_HOME / name, LOCAL)
     )
-    assert found is None  # resolve_config then reads $ASSERN_HOME
+    assert found == GlobalChoice(path=None)  # resolve_config then reads $ASSERN_HOME
 
 
-def test_discovery_applies_when_there_is_no_assern_config() -> None:
-    found = config_path_for(None, cwd=CWD, environ=ENVIRON, assern_home=ASSERN_HOME, is_file=exists(USER))
-    assert found == USER
+def test_the_users_own_cllm_mcp_file_needs_no_trust() -> None:
+    found = global_choice(None, cwd=CWD, environ=ENVIRON, assern_home=ASSERN_HOME, is_file=exists(USER))
+    assert found.path == USER
+    assert found.folder is None
+    assert found.candidates == (LOCAL, HIDDEN, USER)
+
+
+@pytest.mark.parametrize("present", [LOCAL, HIDDEN])
+def test_a_file_of_the_working_folder_is_that_folders_own(present: Path) -> None:
+    found = global_choice(
+        None, cwd=CWD, environ=ENVIRON, assern_home=ASSERN_HOME, is_file=exists(present, USER)
+    )
+    assert found.path == present
+    assert found.folder == CWD  # it applies once CWD is trusted

@@ -423,6 +423,10 @@ def test_nothing_configured(world: World) -> None:
             world.assern_home / "config.toml",
             cwd / ".assern" / ".env",
             cwd / ".assern" / "config.toml",
+            # with no assern config, cllm-mcp's files would be found (discover.py)
+            cwd / "mcp-config.json",
+            cwd / ".mcp-config.json",
+            world.home / ".config" / "cllm-mcp" / "config.json",
         ),
         listen=ListenSpec(tokens_file=world.assern_home / "tokens.toml"),
     )

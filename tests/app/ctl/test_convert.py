@@ -12,7 +12,7 @@ import attrs
 import pytest
 from config_world import World
 
-from assern.actors.config import resolve
+from assern.actors.config import sources
 from assern.actors.config.model import ConfigFile, ServerConfig
 from assern.actors.config.spec import ConfigError
 from assern.actors.config.structure import structure
@@ -183,7 +183,7 @@ def test_global_config_yaml_is_read_when_pyyaml_is_installed(world: World) -> No
 def test_without_pyyaml_a_global_config_yaml_is_a_warning(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(resolve, "yaml_available", lambda: False)
+    monkeypatch.setattr(sources, "yaml_available", lambda: False)
     world.write(world.assern_home / "config.yaml", "projects: {}\n")
     resolved = world.resolve()
     assert resolved.servers == {}

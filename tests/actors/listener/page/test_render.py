@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from assern.actors.listener.page.render import PARTS, age, changed, document, sections
+from assern.actors.listener.page.render import PARTS, age, changed, document, finding, sections
 
 NOW = 1_800_000_000.0
 
@@ -44,7 +44,7 @@ def status(**extra: Any) -> dict[str, Any]:
             {
                 "name": "flaky",
                 "state": "restarting",
-                "restarts": 4,
+                "restarts": 4,  # three or more: a crash loop
                 "next_restart_in_s": 1.5,
                 "last_exit": "exited with code 3",
             },
@@ -231,3 +231,12 @@ def test_the_workstation_daemons_status_shows_as_well() -> None:
     alpha = row(parts["backends"], "alpha")
     assert 'data-state="dormant"' in alpha
     assert "k1" in alpha  # the shared backend's key, in its details
+
+
+def test_the_doctors_ids_by_the_doctors_rule() -> None:
+    assert finding({"state": "failed", "restarts": 5}) == "backend.failed"
+    assert finding({"state": "restarting", "restarts": 3}) == "backend.crash_loop"
+    assert finding({"state": "starting", "restarts": 2}) is None  # not yet a loop
+    assert finding({"state": "ready", "tools": 0}) == "backend.no_tools"
+    assert finding({"state": "ready"}) is None  # tools not said
+    assert finding({"state": "dormant", "tools": 0}) is None
