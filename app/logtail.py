@@ -143,6 +143,39 @@ def last_lines(path: Path, keep: LogFilter, count: int | None, *, upto: int | No
     return list(found)
 
 
+#: Bytes at the end of the log that `tail_events` reads.
+TAIL_BYTES = 64 * 1024
+
+
+def tail_events(path: Path, level: str | None, count: int) -> list[dict[str, Any]]:
+    """The last `count` events at `level` and above, oldest first (the status page's log).
+
+    Reads only the last `TAIL_BYTES` of the current log and parses lines from the end
+    until `count` match, so its cost grows with neither the log nor a busy instance;
+    fewer events come back when fewer lines match there.
+    """
+    if level is not None:
+        LogFilter(level=level)  # an unknown level is refused (ValueError) as `logs` refuses it
+    least = LEVELS[level.lower()] if level is not None else 0
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_BYTES))
+            data = handle.read(TAIL_BYTES)
+    except FileNotFoundError:
+        return []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    whole = lines[1:-1] if size > TAIL_BYTES else lines[:-1]  # a line cut at either end is left out
+    found: list[dict[str, Any]] = []
+    for line in reversed(whole):
+        event = parse(line)
+        if event is not None and LEVELS.get(str(event.get("level", "")).lower(), 0) >= least:
+            found.append(event)
+            if len(found) == count:
+                break
+    return found[::-1]
+
+
 class Follower:
     """Reads whole lines appended to a log file, across rotation and truncation.
 

@@ -29,7 +29,8 @@ from assern.actors.config.listen import Bind
 from assern.actors.gate.asyncio_host import AsyncioHost
 from assern.actors.identity import __version__
 from assern.actors.listener.actor import BackendNote, ListenerActor, SocketService
-from assern.actors.listener.control import ControlPlane
+from assern.actors.listener.control import ControlPlane, status_document
+from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
@@ -45,9 +46,11 @@ from assern.actors.search.semantic_actor import SemanticActor
 from assern.app.detach import FAILED, STAYING, STOPPED, LauncherLink
 from assern.app.election import Primary
 from assern.app.instance import InstanceLock, fingerprint
+from assern.app.logtail import tail_events
 from assern.supervisor.cell import Cell
+from assern.supervisor.io.logs import LOG_FILE
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
-from assern.supervisor.mailbox import open_mailbox
+from assern.supervisor.mailbox import call, open_mailbox
 from assern.supervisor.spec import (
     ChildKind,
     ChildSpec,
@@ -60,14 +63,16 @@ from assern.supervisor.spec import (
 from assern.supervisor.supervisor import open_supervisor
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
     from pathlib import Path
+    from typing import Any
 
     import mcp_types as types
 
     from assern.actors.config.listen import ListenSpec
     from assern.actors.config.spec import ResolvedConfig
     from assern.actors.listener.http.server import HttpListen
+    from assern.actors.listener.page.asgi import LogTail
     from assern.actors.search.semantic import Semantic
     from assern.app.front_door import FrontDoor
 
@@ -113,6 +118,18 @@ class HttpSocket:
     def address(self) -> str:
         """HOST:PORT as bound (the port chosen when 0 was asked for)."""
         return str(attrs.evolve(self.bind, port=self.sock.getsockname()[1]))
+
+
+def log_reader(path: Path | None) -> LogTail:
+    """The status page's log tail: the last lines of the log at `path` (none without one),
+    read in a worker thread."""
+
+    async def read(level: str | None, count: int) -> Sequence[Mapping[str, Any]]:
+        if path is None:
+            return []
+        return await trio.to_thread.run_sync(tail_events, path, level, count)
+
+    return read
 
 
 class Tree:
@@ -228,6 +245,10 @@ class Tree:
             expected=lambda: search_expected(self.config.value.settings),
             searched=self.shared.searched,
         )
+        self.page_send, self._page_recv = open_mailbox[OpenPage](4)
+        #: the status page of a primary, served from the first `assernctl web` on
+        self.page: PageActor | None = None
+        self.log_path = run_dir.parent / "logs" / LOG_FILE if run_dir is not None else None
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(
             self.shared,
@@ -270,10 +291,13 @@ class Tree:
             daemon=hosting.daemon,
             version=__version__,
         )
+        plane = self.control_plane(info)
+        logs = log_reader(self.log_path)
+        self.page = PageActor(self._page_recv, status=lambda: status_document(plane), logs=logs)
         return SocketService(
             mcp=primary.mcp,
             control=primary.control,
-            plane=self.control_plane(info),
+            plane=plane,
             lock=lambda: InstanceLock(primary.lock).hold(),
             linger=hosting.daemon,
         )
@@ -290,7 +314,12 @@ class Tree:
             backends=self.backends_send,
             reload=self.reload_and_wait,
             shutdown=self.shutdown,
+            # a primary serves its page; a workstation daemon's view has the daemon's
+            page=self._open_page if self.hosting is not None else None,
         )
+
+    async def _open_page(self) -> PageAddress:
+        return await call(self.page_send, lambda reply: OpenPage(reply=reply))
 
     def _stdio_closed(self) -> None:
         if self.hosting is not None and self.hosting.launcher is not None:
@@ -398,6 +427,8 @@ class Tree:
             ChildSpec(id="learned", start=self.learned_actor.run, policy=_SEMANTIC_POLICY),
             # Last too: its restart (the asyncio loop reopened) restarts nothing else.
             ChildSpec(id="asyncio", start=self.asyncio_host.run, policy=_ASYNCIO_POLICY),
+            # A primary's status page (it waits for the first `assernctl web`), restarts alone.
+            *([ChildSpec(id="page", start=self.page.run, policy=_SEMANTIC_POLICY)] if self.page else []),
         ]
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -425,6 +456,8 @@ class Tree:
                             await trio.sleep_forever()
                 clean = True
             finally:
+                if self.page is not None:
+                    self.page.close()
                 if self.pids is not None:
                     self.pids.close()
                 if self.hosting is not None:

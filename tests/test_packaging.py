@@ -30,6 +30,8 @@ def test_wheel_has_only_the_assern_namespace(tmp_path: Path) -> None:
     assert "assern/actors/router/naming.py" in names
     assert "assern/examples/default.toml" in names  # the embedded default ships as data
     assert "assern/context/__main__.py" in names  # `python -I -m assern.context`
+    for served in ("page.js", "page.css", "favicon.svg"):  # the status page's files ship as data
+        assert f"assern/actors/listener/page/static/{served}" in names
     assert not any(name.startswith(("supervisor/", "actors/", "context/", "tests/")) for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -147,6 +147,8 @@ class BackendActor:
 
     def _set(self, **changes: Any) -> None:
         old = self._status.state
+        if changes.get("state", old) is not old:
+            changes["state_since"] = time.time()
         self._status = attrs.evolve(self._status, **changes)
         if self._status.state is not old:
             log.info(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import time
 
 import attrs
 
@@ -23,6 +24,8 @@ class BackendStatus:
     transport: str
     state: BackendState = BackendState.STARTING
     pid: int | None = None
+    #: wall-clock time (epoch seconds) it entered its current state
+    state_since: float = attrs.field(factory=time.time)
     #: wall-clock time (epoch seconds) the current incarnation became ready
     ready_since: float | None = None
     restarts: int = 0

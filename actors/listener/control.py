@@ -26,6 +26,7 @@ from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.control_context import add_context, context_reindex
 from assern.actors.listener.control_protocol import Command, ControlFailure
 from assern.actors.listener.inproc import call_tool
+from assern.actors.listener.page.actor import PageAddress
 from assern.actors.listener.report import ClientView, InstanceInfo, instance_report, problems, tool_rows
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION
@@ -57,6 +58,8 @@ class ControlPlane:
         backends: The backends supervisor's mailbox (for `ServerCommand`s).
         reload: Resolves the configuration again; returns the error, or None when applied.
         shutdown: Stops the instance.
+        page: Serves the status page (once) and mints a sign-in address; None when
+            this instance serves none.
     """
 
     info: InstanceInfo
@@ -68,6 +71,7 @@ class ControlPlane:
     backends: trio.MemorySendChannel[BackendsMsg]
     reload: Callable[[], Awaitable[str | None]]
     shutdown: Callable[[], None]
+    page: Callable[[], Awaitable[PageAddress]] | None = None
 
 
 Handler = Callable[[ControlPlane, Command], Awaitable[Any]]
@@ -88,6 +92,11 @@ async def _hello(plane: ControlPlane, command: Command) -> dict[str, Any]:
 
 
 async def _status(plane: ControlPlane, command: Command) -> dict[str, Any]:
+    return await status_document(plane)
+
+
+async def status_document(plane: ControlPlane) -> dict[str, Any]:
+    """What `status` answers (the status page renders the same document)."""
     config = plane.config.value
     doc = instance_report(
         info=plane.info,
@@ -251,6 +260,29 @@ async def _context_reindex(plane: ControlPlane, command: Command) -> dict[str, A
     return await context_reindex(command, plane.config.value, plane.shared.directory())
 
 
+async def _web(plane: ControlPlane, command: Command) -> dict[str, Any]:
+    return await web_reply(plane.page, command)
+
+
+async def web_reply(page: Callable[[], Awaitable[PageAddress]] | None, command: Command) -> dict[str, Any]:
+    """What `web` answers: the status page's address and a one-time sign-in address.
+
+    Raises:
+        ControlFailure: there is no page here, or it cannot be served.
+    """
+    if page is None:
+        raise ControlFailure(proto.COMMAND_FAILED, "this instance serves no status page", None, command.id)
+    try:
+        address = await page()
+    except OSError as exc:
+        message = f"the status page cannot be served: {exc}"
+        raise ControlFailure(proto.COMMAND_FAILED, message, None, command.id) from None
+    except ActorGone:
+        message = "the status page's server went away (the instance stops)"
+        raise ControlFailure(proto.COMMAND_FAILED, message, None, command.id) from None
+    return {"url": address.url, "login": address.login, "expires_in_s": address.expires_in}
+
+
 async def _shutdown(plane: ControlPlane, command: Command) -> dict[str, Any]:
     return {"stopping": True, "pid": plane.info.pid}
 
@@ -267,6 +299,7 @@ HANDLERS: dict[str, Handler] = {
     "reload": _reload,
     "shutdown": _shutdown,
     "context_reindex": _context_reindex,
+    "web": _web,
 }
 
 

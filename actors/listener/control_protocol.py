@@ -33,6 +33,7 @@ COMMANDS: Mapping[str, str] = {
     "reload": "resolve the configuration again and apply the difference",
     "shutdown": "stop the instance (every backend gets its graceful stop)",
     "context_reindex": "context servers re-check their root: optional server, full (rebuild)",
+    "web": "serve the status page (started by the first web) and mint a one-time sign-in address",
 }
 
 # Error codes: stable strings that scripts may match on.

@@ -89,6 +89,7 @@ def backend_report(handle: BackendHandle, stats: CallStats, *, now: float, clock
     return {
         "name": handle.name,
         "state": status.state.value,
+        "state_since": round(status.state_since, 3),
         "transport": status.transport,
         "pid": status.pid,
         "uptime_s": _round(uptime),
@@ -152,6 +153,7 @@ def instance_report(
             for client in clients
         ],
         "backends": backends,
+        "recent_calls": stats.recent_calls(),
     }
 
 

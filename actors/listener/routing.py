@@ -206,7 +206,7 @@ class Routing:
 
     def record_call(self, server: str, started: float, tool: str = "", outcome: str = "ok") -> None:
         """Count one finished call of `tool` (answered or failed) and how it ended."""
-        self.shared.stats.record(server, (trio.current_time() - started) * 1000, tool, outcome)
+        self.shared.stats.record(server, (trio.current_time() - started) * 1000, tool, outcome, self.client)
         if outcome == "ok":
             self.last_server = server
         answered = self.answered

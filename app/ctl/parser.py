@@ -21,6 +21,7 @@ from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
 from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
 from assern.app.ctl.tokens import cmd_token
 from assern.app.ctl.trust import cmd_trust, cmd_untrust
+from assern.app.ctl.web import cmd_web
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -85,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("action", choices=("create", "list", "revoke"))
     token.add_argument("name", nargs="?", help="the token's name (create, revoke)")
     sub.add_parser("shutdown", help="stop the running instance and wait until it is gone")
+    web = sub.add_parser(
+        "web",
+        help="open the running instance's status page in the browser (signed in with a one-time code)",
+    )
+    web.add_argument(
+        "--print", action="store_true", help="print its one-time sign-in address instead of opening a browser"
+    )
     for command in sub.choices.values():
         _config_options(command)
         command.add_argument("--json", action="store_true", help="machine-readable output")
@@ -185,6 +193,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "doctor": cmd_doctor,
     "trust": cmd_trust,
     "untrust": cmd_untrust,
+    "web": cmd_web,
 }
 
 

@@ -43,9 +43,11 @@ from assern.actors.identity import __version__
 from assern.actors.jsonrpc import framing
 from assern.actors.listener import control_protocol as proto
 from assern.actors.listener.actor import contained, refusal_for
-from assern.actors.listener.control import ControlPlane, answer
+from assern.actors.listener.control import ControlPlane, answer, web_reply
+from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credentials
+from assern.actors.listener.stats import RECENT
 from assern.actors.listener.unix_socket import UnixListener, refuse
 from assern.app.daemon.hello import MAX_HELLO, BadHello, read_hello
 from assern.app.front_door import Replay
@@ -53,9 +55,11 @@ from assern.app.hint import config_environ
 from assern.app.instance import fingerprint
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 from assern.app.no_servers import looked_at, no_servers_line
-from assern.app.tree import Tree
+from assern.app.tree import Tree, log_reader
+from assern.supervisor.io.logs import LOG_FILE
 from assern.supervisor.io.process import PidRegistry, sweep_orphans
 from assern.supervisor.io.reader import LineTooLong
+from assern.supervisor.mailbox import call, open_mailbox
 
 if TYPE_CHECKING:
     import socket
@@ -159,6 +163,11 @@ class DaemonHost:
         self._nursery: trio.Nursery | None = None
         self._view_lock = trio.Lock()
         self._changed = trio.Event()
+        #: the daemon's status page, served from the first `assernctl web` on
+        self.page_send, page_recv = open_mailbox[OpenPage](4)
+        self.page = PageActor(
+            page_recv, status=self._page_status, logs=log_reader(assern_home / "logs" / LOG_FILE)
+        )
 
     # ------------------------------------------------------------------ running
 
@@ -178,8 +187,10 @@ class DaemonHost:
                         nursery.start_soon(self._accept, self.mcp, self._serve_mcp, False)
                         nursery.start_soon(self._accept, self.control, self._serve_control, True)
                         nursery.start_soon(self._retire_views)
+                        await nursery.start(self.page.run)
                         task_status.started()
             finally:
+                self.page.close()
                 self.mcp.withdraw()
                 self.control.withdraw()
                 self.pids.close()
@@ -452,6 +463,12 @@ class DaemonHost:
                 return proto.ok_line(command.id, self.status()), False
             if command.name == "shutdown":
                 return proto.ok_line(command.id, {"stopping": True, "pid": os.getpid()}), True
+            if command.name == "web":
+                try:
+                    page = await web_reply(self._open_page, command)
+                except proto.ControlFailure as failure:
+                    return proto.error_line(command.id, failure.code, failure.message, failure.data), False
+                return proto.ok_line(command.id, page), False
             message = f"{command.name} needs a view: the daemon serves several configurations"
             return proto.error_line(
                 command.id, proto.INVALID_ARGUMENTS, message, {"views": self._view_docs()}
@@ -467,6 +484,16 @@ class DaemonHost:
             return proto.ok_line(command.id, {"stopping": True, "view": view.label}), False
         reply, _ = await answer(view.plane, line)
         return reply, False
+
+    async def _open_page(self) -> PageAddress:
+        return await call(self.page_send, lambda reply: OpenPage(reply=reply))
+
+    async def _page_status(self) -> dict[str, Any]:
+        """What the status page shows: the daemon's status and every view's last calls."""
+        doc = self.status()
+        calls = [call for view in self.views.values() for call in view.tree.shared.stats.recent_calls()]
+        doc["recent_calls"] = sorted(calls, key=lambda call: call["at"], reverse=True)[:RECENT]
+        return doc
 
     def _refused(self, command: proto.Command, message: str) -> bytes:
         return proto.error_line(command.id, proto.INVALID_ARGUMENTS, message, {"views": self._view_docs()})

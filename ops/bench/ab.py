@@ -5,6 +5,7 @@
     .venv/bin/python ops/bench/ab.py --backends 100           # memory and calls at K = 100
     .venv/bin/python ops/bench/ab.py --a worktree --b worktree --b-settings 'validate = "off"'
     .venv/bin/python ops/bench/ab.py --smoke                  # a few calls (the test suite's run)
+    .venv/bin/python ops/bench/ab.py --a worktree --b worktree --b-page   # the status page open on B
 
 Each side is a build plus optional `[settings]` lines. A build is a git revision or
 `worktree` (the checkout as it is, uncommitted changes included), installed with pip
@@ -24,6 +25,10 @@ median (in µs and as a share of the direct call), the aggregator's CPU per call
 throughput with 32 calls in flight against direct, and the aggregator's own memory (RSS
 after the load, and its peak). Last, the ratios B ÷ A: the figure to read, as both were
 measured under the same conditions; absolute figures move with the machine.
+
+With `--b-page` both builds run as shared instances (with their control sockets, as
+`assern serve` runs by default) and B has its status page open for the whole run: one
+tab's event stream (page_open.py), which the instance feeds every second.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import trio
 
 # isort: split
 import measure
+import page_open
 import peers
 import procs
 from run import Changes, client_caller, direct_pool, listening_client
@@ -65,6 +71,8 @@ class Side:
     label: str
     rev: str  # a git revision, or "worktree"
     settings: str  # TOML lines for [settings], may be empty
+    #: None: an isolated instance; False: shared, no page; True: shared, its page open
+    page: bool | None = None
 
 
 # ------------------------------------------------------------------- builds
@@ -152,6 +160,13 @@ class Running:
     samples: list[float] = attrs.Factory(list)
     cpu: float = 0.0
     calls_per_s: list[float] = attrs.Factory(list)
+    #: the instance's own pid when it is not the spawned one (a shared one runs detached)
+    instance_pid: int = 0
+    page: page_open.PageSeen | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.instance_pid or self.server.pid
 
 
 @contextlib.asynccontextmanager
@@ -160,10 +175,9 @@ async def serving(
 ) -> AsyncIterator[Running]:
     """`assern serve` of one build, connected, with every backend's tools visible."""
     config = write_config(workdir, side, backends)
-    env = peers.base_env() | {
-        "ASSERN_HOME": str(workdir / f"home-{side.label}"),
-        "ASSERN_NO_INSTANCE_SHARING": "1",
-    }
+    env = peers.base_env() | {"ASSERN_HOME": str(workdir / f"home-{side.label}")}
+    if side.page is None:
+        env["ASSERN_NO_INSTANCE_SHARING"] = "1"
     server = SpawnedServer(
         [str(script), "serve", "--config", str(config)],
         env=env,
@@ -182,7 +196,17 @@ async def serving(
         )
         if when is None:
             raise SystemExit(f"{side.label}: not every backend's tools visible in time")
-        yield Running(side, server, client_caller(client, found))
+        running = Running(side, server, client_caller(client, found))
+        if side.page is None:
+            yield running
+            return
+        assernctl = script.with_name("assernctl")
+        running.instance_pid = await page_open.primary_pid(assernctl, config, env, workdir)
+        if not side.page:
+            yield running
+            return
+        async with page_open.page_open(assernctl, config, env, workdir) as running.page:
+            yield running
 
 
 async def block(call: measure.Caller, count: int, into: list[float] | None) -> None:
@@ -204,7 +228,7 @@ async def measure_all(
     with measure.gc_held():
         # CPU over the whole phase: a build waiting for its turn uses none, and /proc's
         # 10 ms ticks would blur a figure read per block
-        cpu_before = [procs.cpu_seconds(run.server.pid) for run in runs]
+        cpu_before = [procs.cpu_seconds(run.pid) for run in runs]
         for round_ in range(args.rounds):
             order = runs if round_ % 2 == 0 else runs[::-1]
             for _ in range(max(1, args.calls // (args.rounds * args.block))):
@@ -212,7 +236,7 @@ async def measure_all(
                     await block(direct, args.block, direct_samples)
                     await block(run.call, args.block, run.samples)
         for run, before in zip(runs, cpu_before, strict=True):
-            run.cpu = procs.cpu_seconds(run.server.pid) - before
+            run.cpu = procs.cpu_seconds(run.pid) - before
         direct_rates: list[float] = []
         for round_ in range(args.throughput_rounds):
             for run in runs if round_ % 2 == 0 else runs[::-1]:
@@ -240,8 +264,9 @@ async def measure_all(
             "overhead_share": overhead_s / direct_median,
             "cpu_per_call_us": run.cpu / len(run.samples) * 1e6,
             "throughput_ratio": rate / direct_rate if rate and direct_rate else None,
-            "rss_mb": procs.rss_kb(run.server.pid) / 1024,
-            "rss_peak_mb": procs.peak_rss_kb(run.server.pid) / 1024,
+            "rss_mb": procs.rss_kb(run.pid) / 1024,
+            "rss_peak_mb": procs.peak_rss_kb(run.pid) / 1024,
+            "page_events": run.page.events if run.page is not None else None,
         }
     return out
 
@@ -292,6 +317,8 @@ def report(out: dict[str, Any]) -> str:
         )
     for label, b in out["builds"].items():
         rows.append(f"  {label} = {b['rev']}" + (f" with settings: {b['settings']}" if b["settings"] else ""))
+        if b["page_events"] is not None:
+            rows.append(f"  {label} had its status page open: {b['page_events']} page updates received")
     if len(out["builds"]) == 2:
         a, b = out["builds"].values()
         ratio = b["overhead_us"] / a["overhead_us"] if a["overhead_us"] > 0 else float("nan")
@@ -331,6 +358,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--window", type=float, default=1.0, help="seconds per throughput window")
     parser.add_argument("--throughput-rounds", type=int, default=2)
+    parser.add_argument(
+        "--b-page",
+        action="store_true",
+        help="both run as shared instances; B with its status page open (an event stream) all along",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the run's folder (configs, stderr, logs)")
     parser.add_argument("--smoke", action="store_true", help="K = 1, a few calls (the test suite's run)")
@@ -338,7 +370,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.smoke:
         args.backends, args.calls, args.rounds, args.block, args.warmup = 1, 20, 2, 5, 5
         args.window, args.throughput_rounds = 0.2, 1
-    sides = [Side("A", args.a, args.a_settings), Side("B", args.b, args.b_settings)]
+    shared = False if args.b_page else None
+    sides = [
+        Side("A", args.a, args.a_settings, shared),
+        Side("B", args.b, args.b_settings, True if args.b_page else None),
+    ]
     scripts = [install(s.rev) for s in sides]
     out = trio.run(ab, sides, scripts, args)
     out["machine"] = {"cpus": os.cpu_count(), "loadavg": procs.loadavg(), "python": sys.version.split()[0]}

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from assern.app.logtail import Follower, LogFilter, current_size, format_line, last_lines, log_files
+from assern.app import logtail
+from assern.app.logtail import (
+    Follower,
+    LogFilter,
+    current_size,
+    format_line,
+    last_lines,
+    log_files,
+    tail_events,
+)
 
 
 def line(event: str, level: str = "info", **more: Any) -> str:
@@ -87,3 +96,18 @@ def test_a_follower_waits_for_a_log_that_does_not_exist_yet(tmp_path: Path) -> N
     log.write_text("first\n")
     assert follower.poll() == ["first"]
     follower.close()
+
+
+def test_tail_events_reads_the_end_of_the_log_at_a_level(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "assern.log"
+    assert tail_events(path, "info", 5) == []  # no log yet
+    lines = [line(f"e{n}", "warning" if n % 3 == 0 else "info") for n in range(40)]
+    path.write_text(
+        "\n".join([*lines, "not json", '{"event": "half'])
+    )  # the last line is still being written
+    assert [e["event"] for e in tail_events(path, "warning", 3)] == ["e33", "e36", "e39"]
+    assert [e["event"] for e in tail_events(path, None, 2)] == ["e38", "e39"]
+    monkeypatch.setattr(logtail, "TAIL_BYTES", len(lines[-1]) * 3)  # the first line read is cut: left out
+    assert [e["event"] for e in tail_events(path, None, 10)] == ["e38", "e39"]

@@ -46,12 +46,14 @@ INSTANCE_KEYS = {
     "reload_error",
     "trust",
     "clients",
+    "recent_calls",
     "backends",
 }
 BACKEND_KEYS = {
     "name",
     "invalid_schemas",
     "state",
+    "state_since",
     "transport",
     "pid",
     "uptime_s",
@@ -116,6 +118,9 @@ async def test_status_json_while_backends_run_restart_and_fail(
             assert alpha["latency_ms"]["median"] > 0
             assert alpha["uptime_s"] >= 0
             assert backend(doc, "beta")["tools"] == 1
+            calls = [c for c in doc["recent_calls"] if c["server"] == "alpha"]
+            assert len(calls) == 2  # the ring of recent calls (the status page shows it)
+            assert all(c["outcome"] == "ok" and c["duration_ms"] > 0 for c in calls)
 
             # A call in flight shows as one.
             gate = tmp_path / "gate"

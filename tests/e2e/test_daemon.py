@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import mcp_types as types
 import pytest
 import trio
 from harness import TESTING_SERVER, AssernEnv, assern_command, server_table
@@ -406,3 +407,50 @@ async def test_through_the_daemon_only_the_trusted_projects_own_servers_run(asse
     assert (trusted / "started").exists()
     assert not (untrusted / "started").exists()
     assert "assernctl trust" in joined.stderr.decode()
+
+
+async def _page(url: str, cookie: str | None = None) -> tuple[int, dict[str, str], str]:
+    """GET `url` as a browser would (status, headers, body), in a worker thread."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+
+    def get() -> tuple[int, dict[str, str], str]:
+        connection = http.client.HTTPConnection(parts.netloc, timeout=30)
+        try:
+            target = parts.path + (f"?{parts.query}" if parts.query else "")
+            connection.request("GET", target, headers={"Cookie": cookie} if cookie else {})
+            response = connection.getresponse()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, response.read().decode()
+        finally:
+            connection.close()
+
+    return await trio.to_thread.run_sync(get)
+
+
+async def test_the_daemons_status_page_shows_its_sessions_and_shared_backends(assern_env: AssernEnv) -> None:
+    a, _ = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            in_a = Session(
+                serve_in(assern_env, a), client_info=types.Implementation(name="page-watcher", version="1")
+            )
+            client = await nursery.start(in_a.run)
+            await client.call_tool("alpha_echo", {"text": "an-argument-never-shown"})
+            done = await ctl(assern_env, "web", "--print", cwd=a)
+            assert done.returncode == 0, done.stderr.decode()
+            login = done.stdout.decode().strip()
+            status, headers, _ = await _page(login)
+            assert status == 303
+            cookie = headers["set-cookie"].split(";")[0]
+            status, _, page = await _page(login.split("login?")[0], cookie)
+            assert status == 200
+            assert "<dt>started_by</dt>" in page  # the daemon's own facts
+            assert 'id="backend-alpha" data-state="ready"' in page  # the shared backends
+            assert 'id="backend-beta" data-state="ready"' in page
+            assert "page-watcher" in page  # the session, with its project
+            assert "<td>a</td>" in page
+            assert "echo" in page  # the last calls of every view
+            assert "an-argument-never-shown" not in page
+            in_a.leave()

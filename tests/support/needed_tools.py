@@ -1,4 +1,4 @@
-"""Tests that need a program from outside Python (Node 22, haproxy): a skip on a
+"""Tests that need a program from outside Python (Node 22, haproxy, chromium): a skip on a
 developer's machine without it, a failure under CI.
 
 `.ci/run` installs each such program and fails when it cannot, so under CI
@@ -9,6 +9,7 @@ missing: nothing README says CI proves is skipped there unseen. A developer's pl
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 
@@ -42,3 +43,15 @@ def fail_when_missing(missing: str | None) -> None:
 
 #: the HAProxy checks and the replica drill (tests/ops/)
 needs_haproxy = needs(None if shutil.which("haproxy") else "haproxy is not installed (Debian's haproxy)")
+
+
+def _browser_missing() -> str | None:
+    if shutil.which("chromium") is None:
+        return "chromium is not installed (Debian's chromium)"
+    if importlib.util.find_spec("playwright") is None:
+        return "playwright is not installed (the test extra)"
+    return None
+
+
+#: the status page in a real browser (tests/e2e/test_status_page.py)
+needs_chromium = needs(_browser_missing())

@@ -27,7 +27,7 @@ from assern.actors.listener.http.checks import authenticate, check_header_size, 
 from assern.actors.listener.http.legacy_sse import MESSAGES_PATH, SSE_PATH
 from assern.actors.listener.http.plain_stateless import plain_request
 from assern.actors.listener.http.refusal import Refusal
-from assern.actors.listener.http.responses import encoded, send_body, send_json
+from assern.actors.listener.http.responses import encoded, lifespan, request_headers, send_body, send_json
 from assern.actors.listener.http.wire import usable_id
 from assern.actors.listener.protocol import modern_client_name
 
@@ -75,7 +75,7 @@ class HttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await _lifespan(receive, send)
+            await lifespan(receive, send)
             return
         if kind != "http":
             return  # websockets are not served
@@ -115,7 +115,7 @@ class HttpApp:
     ) -> Admitted | None:
         """The checks (Host, Origin, token), the method and the body limit; None once a
         refusal was answered."""
-        headers = _headers(scope)
+        headers = request_headers(scope)
         owner, refusal = self._check(headers)
         if refusal is None and scope["method"] not in methods:
             refusal = Refusal(
@@ -202,7 +202,7 @@ class HttpApp:
     async def _ready(self, scope: Scope, send: Send) -> None:
         ready, backends = self._readiness()
         body: dict[str, Any] = {"ready": ready, "config": "loaded"}
-        if isinstance(authenticate(_headers(scope), self.tokens, self._spec()), Refusal):
+        if isinstance(authenticate(request_headers(scope), self.tokens, self._spec()), Refusal):
             counts: dict[str, int] = {}
             for state in backends.values():
                 counts[state] = counts.get(state, 0) + 1
@@ -212,7 +212,7 @@ class HttpApp:
         await send_json(send, 200 if ready else 503, body)
 
     async def _metrics(self, scope: Scope, send: Send) -> None:
-        checked = authenticate(_headers(scope), self.tokens, self._spec())
+        checked = authenticate(request_headers(scope), self.tokens, self._spec())
         if isinstance(checked, Refusal):
             await self.refuse(scope, send, checked, None)
             return
@@ -232,11 +232,6 @@ class Admitted:
     headers: Mapping[str, str]
     body: bytes
     receive: Receive
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    """The request's headers by lower-case name (a repeated one: its last value)."""
-    return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", ())}
 
 
 async def _read_body(headers: Mapping[str, str], receive: Receive, limit: int) -> bytes | Refusal:
@@ -285,13 +280,3 @@ def _request_ids(decoded: Any) -> tuple[Any, ...]:
     return tuple(
         m["id"] for m in messages if isinstance(m, dict) and "method" in m and usable_id(m.get("id"))
     )
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return

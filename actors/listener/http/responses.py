@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from starlette.types import Send
+    from starlette.types import Receive, Scope, Send
 
 JSON = b"application/json"
 #: An SSE comment, which clients skip and proxies see as traffic.
@@ -27,6 +27,22 @@ SSE_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"connection", b"keep-alive"),
     (b"x-accel-buffering", b"no"),
 )
+
+
+def request_headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name (a repeated one: its last value)."""
+    return {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope.get("headers", ())}
+
+
+async def lifespan(receive: Receive, send: Send) -> None:
+    """Answer the server's lifespan messages (nothing to set up or tear down)."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
 
 
 def dumps(value: Any) -> bytes:

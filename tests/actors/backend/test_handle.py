@@ -155,3 +155,17 @@ async def test_calls_queued_for_a_backend_that_ended_for_good_are_answered_at_on
     [error] = failed
     assert "it ended and is not restarted (exited with code 0)" in str(error)
     assert handle.state is BackendState.STOPPED
+
+
+def test_a_status_says_since_when_its_state_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = ServerSpec(name="a", transport="stdio", command="true")
+    _send, inbox = trio.open_memory_channel[msgs.BackendRequest](1)
+    clock = iter([1000.0, 2000.0, 3000.0])
+    monkeypatch.setattr("assern.actors.backend.actor.time.time", lambda: next(clock))
+    actor = BackendActor(spec, inbox, on_change=lambda _: None, on_notification=lambda *_: None)
+    actor.mark(BackendState.READY)
+    assert actor.status.state_since == 1000.0
+    actor.mark(BackendState.READY, restarts=1)  # no new state: the same since
+    assert actor.status.state_since == 1000.0
+    actor.mark(BackendState.FAILED)
+    assert actor.status.state_since == 2000.0

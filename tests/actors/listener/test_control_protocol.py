@@ -142,4 +142,10 @@ def test_the_status_document_has_every_documented_field() -> None:
     assert second["next_restart_in_s"] == 5.0
     assert second["uptime_s"] is None
     assert second["latency_ms"] == {"median": None, "samples": 0}
+    assert first["state_since"] == round(alpha.state_since, 3)
+    assert [(c["server"], c["duration_ms"]) for c in doc["recent_calls"]] == [
+        ("alpha", 2.0),
+        ("alpha", 3.0),
+        ("alpha", 1.0),
+    ]
     json.dumps(doc)  # all plain JSON

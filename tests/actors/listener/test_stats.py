@@ -37,3 +37,21 @@ def test_totals_are_kept_only_once_asked_for_and_medians_always() -> None:
     stats.record("a", 7.0, "echo")
     assert stats.series()["a", "echo"].outcomes == {"ok": 1}
     assert stats.median("a") == 6.0
+
+
+def test_the_last_calls_newest_first_in_a_bounded_ring() -> None:
+    stats = CallStats(recent=3)
+    for n in range(5):
+        stats.record("a", float(n), f"tool{n}", "ok" if n % 2 else "error", client="claude-code")
+    stats.record("b", 9.0, "echo")
+    calls = stats.recent_calls()
+    assert [(c["server"], c["tool"], c["outcome"]) for c in calls] == [
+        ("b", "echo", "ok"),
+        ("a", "tool4", "error"),
+        ("a", "tool3", "ok"),
+    ]
+    assert calls[1]["client"] == "claude-code"
+    assert calls[0]["client"] is None
+    assert calls[1]["duration_ms"] == 4.0
+    assert calls[0]["at"] >= calls[1]["at"] > 1_600_000_000  # wall-clock seconds
+    assert set(calls[0]) == {"at", "client", "server", "tool", "duration_ms", "outcome"}  # no arguments
