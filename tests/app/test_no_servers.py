@@ -19,11 +19,17 @@ def world(tmp_path: Path) -> World:
 def test_no_configuration_found_names_the_files_looked_for(world: World) -> None:
     work = world.folder("work")
     config = world.resolve(cwd="work")
-    assert looked_at(config) == [world.assern_home / "config.toml", work / ".assern" / "config.toml"]
-    assert no_servers_line(config) == (
+    # assern's own files first, then the mcpServers files it would read (cllm-mcp's)
+    looked = looked_at(config)
+    assert looked[:2] == [world.assern_home / "config.toml", work / ".assern" / "config.toml"]
+    assert all(path.name.endswith(".json") for path in looked[2:])
+    line = no_servers_line(config)
+    assert line is not None
+    assert line.startswith(
         f"assern: no server to serve: no configuration found (looked for {world.assern_home}/config.toml, "
-        f"{work}/.assern/config.toml); see `assernctl doctor`"
+        f"{work}/.assern/config.toml, "
     )
+    assert line.endswith("); see `assernctl doctor`")
 
 
 def test_a_configuration_that_yields_no_server_names_its_files(world: World) -> None:

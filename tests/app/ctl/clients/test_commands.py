@@ -99,6 +99,8 @@ def test_import_wire_restore_round_trip_for_every_client(
     assert local["servers"]["db"]["args"] == ["--root", f"{world.project}/data"]
     assert local["servers"]["scratch"]["disabled"] is True
     assert f"next: `assernctl trust` in {world.project}" in out
+    assert ctl_main(["trust", str(world.project), "--yes"]) == 0  # as the hint says
+    capsys.readouterr()
     # the result loads with the runtime's own resolver
     environ = {
         **world.environ,
