@@ -198,3 +198,31 @@ async def daemon(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
         await process.wait()
         if process.stderr is not None:
             await process.stderr.aclose()
+
+
+@asynccontextmanager
+async def workstation(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
+    """`assern daemon ARGS` with no --config (the workstation daemon), once its control
+    socket is there; stopped with SIGTERM (killed if that does not do) afterwards."""
+    from harness import assern_command
+
+    process = await trio.lowlevel.open_process(
+        [assern_command(), "daemon", *args],
+        env=env.env,
+        cwd=str(env.work),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await wait_until(lambda: events(env, "daemon_starting"), limit=30)
+        await wait_until(lambda: (socket_dir(env) / "daemon.ctl").exists(), limit=10)
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            with trio.move_on_after(20):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+            await process.wait()

@@ -11,8 +11,6 @@ import json
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import mcp_types as types
@@ -30,6 +28,7 @@ from instances import (
     socket_dir,
     text_of,
     wait_until,
+    workstation,
 )
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -55,31 +54,6 @@ def two_projects(env: AssernEnv) -> tuple[Path, Path]:
         server_table("alpha") + f'\n[projects.a]\ndirectories = ["{a}"]\n\n' + beta_table("a")
     )
     return a, b
-
-
-@asynccontextmanager
-async def workstation(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
-    """`assern daemon ARGS` (no --config), once its control socket answers."""
-    process = await trio.lowlevel.open_process(
-        [assern_command(), "daemon", *args],
-        env=env.env,
-        cwd=str(env.work),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        await wait_until(lambda: events(env, "daemon_starting"), limit=30)
-        await wait_until(lambda: (socket_dir(env) / "daemon.ctl").exists(), limit=10)
-        yield process
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            with trio.move_on_after(20):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
 
 
 async def test_two_projects_share_a_backend_and_each_sees_only_its_own_servers(assern_env: AssernEnv) -> None:

@@ -23,8 +23,7 @@ from instances import (
     events,
     out,
     reap,  # noqa: F401 - autouse fixture
-    socket_dir,
-    wait_until,
+    workstation,
 )
 
 pytestmark = pytest.mark.e2e
@@ -175,17 +174,8 @@ async def test_zero_servers_is_said_by_serve_daemon_status_and_doctor(assern_env
     looked = f"{assern_env.assern_home}/config.toml, {assern_env.work}/.assern/config.toml"
     # (and then the mcpServers files it would read: cllm-mcp's)
     line_start = f"assern: no server to serve: no configuration found (looked for {looked}"
-    process = await trio.lowlevel.open_process(
-        [assern_command(), "daemon"],
-        env=assern_env.env,
-        cwd=str(assern_env.work),
-        stdin=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    async with workstation(assern_env):
         with trio.fail_after(60):
-            await wait_until(lambda: events(assern_env, "daemon_starting"), limit=30)
-            await wait_until(lambda: (socket_dir(assern_env) / "daemon.ctl").exists(), limit=10)
             # a client's `assern serve` (joining the daemon) says it on its stderr
             served = await trio.run_process(
                 [assern_command(), "serve"],
@@ -210,6 +200,3 @@ async def test_zero_servers_is_said_by_serve_daemon_status_and_doctor(assern_env
             "ok",
             "ok",
         )
-    finally:
-        process.terminate()
-        await process.wait()
