@@ -11,6 +11,7 @@ with no instance, `assernctl web` says so.
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
@@ -32,6 +33,20 @@ pytestmark = [pytest.mark.e2e, needs_chromium]
 
 #: Seconds any one wait of this test may take (each is a bounded poll or a browser wait).
 LIMIT = 20.0
+
+
+@contextmanager
+def plain_asyncio() -> Iterator[None]:
+    """Playwright's sync API runs an asyncio loop of its own. Once trio-asyncio is
+    imported in this process (by the asyncio middleware tests of the same worker), its
+    policy makes every new loop a trio one, which Playwright cannot drive: give it the
+    standard policy for as long as it runs."""
+    previous = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop_policy(previous)
 
 
 def config(tmp_path: Path) -> Path:
@@ -137,7 +152,7 @@ def test_the_status_page_in_a_browser(tmp_path: Path) -> None:
         first = login(env, cfg)
         page_url = first.split("/login?", 1)[0] + "/"
         sandbox = [] if os.geteuid() != 0 else ["--no-sandbox"]  # chromium refuses root otherwise
-        with sync_playwright() as playwright:
+        with plain_asyncio(), sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=shutil.which("chromium"), args=sandbox)
             try:
                 live = browser.new_page()
