@@ -17,6 +17,7 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +94,7 @@ TREE = {
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     root = tmp_path_factory.mktemp("tree") / "root"
     for name, text in TREE.items():
         path = root / name
@@ -102,7 +103,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     store = Store(root.parent / "db.sqlite3")
     found = scan(root, ScanRules())
     Indexer(root, store, Terms(), max_file_size=1_000_000).run_batch(plan(found.files, {}).changed, {})
-    return Engine(root, store, Terms(), SecretFilter(), IndexState(ready=True))
+    try:
+        yield Engine(root, store, Terms(), SecretFilter(), IndexState(ready=True))
+    finally:
+        store.close()  # an unclosed database is a ResourceWarning (an error here) from Python 3.13
 
 
 def _forms(engine: Engine, **arguments: Any) -> tuple[int, int, dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +66,7 @@ def test_decide_backoff_grows():
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Engine:
+def engine(tmp_path: Path) -> Iterator[Engine]:
     root = tmp_path / "root"
     for name, text in TREE.items():
         path = root / name
@@ -80,7 +81,10 @@ def engine(tmp_path: Path) -> Engine:
     store = Store(tmp_path / "db.sqlite3")
     found = scan(root, ScanRules())
     Indexer(root, store, Terms(), max_file_size=1_000_000).run_batch(plan(found.files, {}).changed, {})
-    return Engine(root, store, Terms(), SecretFilter(), IndexState(ready=True))
+    try:
+        yield Engine(root, store, Terms(), SecretFilter(), IndexState(ready=True))
+    finally:
+        store.close()  # an unclosed database is a ResourceWarning (an error here) from Python 3.13
 
 
 def _call(engine: Engine, tool: str, **arguments: Any) -> tuple[str, dict[str, Any] | None]:
