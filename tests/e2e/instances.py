@@ -176,19 +176,24 @@ def serve_in(env: AssernEnv, cwd: Path, *args: str) -> StdioServerParameters:
     return params.model_copy(update={"cwd": str(cwd)})
 
 
-@asynccontextmanager
-async def daemon(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
-    """`assern daemon ARGS`, running once its control socket answers; killed if left over."""
+async def start_daemon(env: AssernEnv, args: tuple[str, ...], *, stderr: int) -> trio.Process:
+    """`assern daemon ARGS` started in the test's work folder (stdin and stdout closed)."""
     from harness import assern_command
 
-    process = await trio.lowlevel.open_process(
+    return await trio.lowlevel.open_process(
         [assern_command(), "daemon", *args],
         env=env.env,
         cwd=str(env.work),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=stderr,
     )
+
+
+@asynccontextmanager
+async def daemon(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
+    """`assern daemon ARGS`, running once its control socket answers; killed if left over."""
+    process = await start_daemon(env, args, stderr=subprocess.PIPE)
     try:
         await wait_until(lambda: events(env, "instance_primary"), limit=20)
         yield process
@@ -204,16 +209,7 @@ async def daemon(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
 async def workstation(env: AssernEnv, *args: str) -> AsyncIterator[trio.Process]:
     """`assern daemon ARGS` with no --config (the workstation daemon), once its control
     socket is there; stopped with SIGTERM (killed if that does not do) afterwards."""
-    from harness import assern_command
-
-    process = await trio.lowlevel.open_process(
-        [assern_command(), "daemon", *args],
-        env=env.env,
-        cwd=str(env.work),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = await start_daemon(env, args, stderr=subprocess.DEVNULL)
     try:
         await wait_until(lambda: events(env, "daemon_starting"), limit=30)
         await wait_until(lambda: (socket_dir(env) / "daemon.ctl").exists(), limit=10)
