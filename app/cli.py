@@ -308,6 +308,7 @@ async def _serve_tree(
 def workstation_daemon(args: argparse.Namespace) -> int:
     """`assern daemon` with no --config, --project or --http: one daemon for every project
     and client of this `$ASSERN_HOME` (app/daemon/host.py)."""
+    from assern.app.daemon.launch import STARTED_BY_VARIABLE
     from assern.app.daemon.start import DaemonRunning, activated, claim
 
     with FullCollectionsDeferred():
@@ -325,6 +326,9 @@ def workstation_daemon(args: argparse.Namespace) -> int:
     try:
         claimed = activated(os.environ)
         started_by = "socket activation" if claimed is not None else "command"
+        client = os.environ.pop(STARTED_BY_VARIABLE, None)
+        if claimed is None and client:
+            started_by = client
         if claimed is None:
             claimed = claim(home, env)
     except DaemonRunning as exc:

@@ -19,8 +19,10 @@ import sys
 
 from assern.actors.config.home import assern_home_folder
 from assern.app.bridge import LOG_FILE, exec_bridge, log_event
+from assern.actors.listener.socket_basics import same_user
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
 from assern.app.daemon.hello import DAEMON_SLOT, hello_line, socket_folder
+from assern.app.daemon.launch import daemon_wanted, start_daemon
 from assern.app.hint import (
     PROFILE_VARIABLE,
     config_environ,
@@ -87,10 +89,11 @@ def _welcome(sock: socket.socket) -> dict[str, Any] | None:
 
 
 def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> int | None:
-    """Serve this client through the running workstation daemon, if one answers; return the
-    exit status, or None to take the other paths (no daemon, or not a plain `serve`)."""
+    """Serve this client through the workstation daemon, started first when none answers
+    (app/daemon/launch.py); return the exit status, or None to take the other paths (not a
+    plain `serve`, sharing or the daemon turned off, or a daemon that did not start)."""
     args = serve_arguments(argv)
-    if args is None or not sharing_enabled(environ):
+    if args is None or not sharing_enabled(environ) or not daemon_wanted(environ):
         return None
     env = config_environ(environ)
     home = assern_home_folder(env)
@@ -101,7 +104,17 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     try:
         sock = connect_unix(mcp, HELLO_TIMEOUT)  # type: ignore[arg-type]  # a str serves: no pathlib here
     except ControlUnavailable:
-        return None
+        started, message = start_daemon(home, environ, mcp)
+        if started is None:
+            print(f"assern: {message}; serving this client with an instance of its own", file=sys.stderr)
+            return None
+        if message:
+            print(f"assern: warning: {message}", file=sys.stderr)
+        if not same_user(started):
+            started.close()
+            print(f"assern: {mcp} is served by another user's process", file=sys.stderr)
+            return None
+        sock = started
     options = dict(zip(args[::2], args[1::2], strict=True))
     config = options.get("--config")
     hello = hello_line(
@@ -184,3 +197,7 @@ def main() -> int:
         from assern.app.cli import assern_main
 
     return assern_main(argv)
+
+
+if __name__ == "__main__":  # `python -m assern.app.quick`: how a client starts the daemon
+    sys.exit(main())

@@ -155,8 +155,14 @@ class Tree:
         http: HttpSocket | None = None,
         pool: BackendPool | None = None,
         label: str = "",
+        state_home: Path | None = None,
     ) -> None:
+        """`run_dir` is this instance's folder under `$ASSERN_HOME` (its pid registry; the
+        home beside it keeps its saved state); a daemon's view has none of its own (its
+        backends are the pool's) and gives the home for its saved state as `state_home`:
+        remembered capabilities, what search learned, the semantic cache."""
         self.handle_signals = handle_signals
+        home = run_dir.parent if run_dir is not None else state_home
         self.hosting = hosting
         self.started_at = time.time()
         # The process groups this instance starts, for the sweep after a kill -9 of it.
@@ -204,7 +210,7 @@ class Tree:
         )
         # What each backend offered when it last ran: known at a client's initialize
         # before the backends are ready again (see actors/router/capabilities.py).
-        self.capabilities = CapabilityCache(cache_file(run_dir.parent)) if run_dir is not None else None
+        self.capabilities = CapabilityCache(cache_file(home)) if home is not None else None
         # Opens the process's asyncio loop once a middleware declared `asyncio = true` is used.
         self.asyncio_host = AsyncioHost()
         self.router = RouterActor(
@@ -234,13 +240,13 @@ class Tree:
             self.learned,
             self.shared.use,
             enabled=self.shared.learning,
-            path=use_file(run_dir.parent) if run_dir is not None else None,
+            path=use_file(home) if home is not None else None,
         )
         self.semantic_actor = SemanticActor(
             self.catalog,
             self.semantic,
             enabled=lambda: self.config.value.settings.search.semantic != "off",
-            cache_folder=cache_file(run_dir.parent).parent if run_dir is not None else None,
+            cache_folder=cache_file(home).parent if home is not None else None,
             config=self.config,
             expected=lambda: search_expected(self.config.value.settings),
             searched=self.shared.searched,
@@ -248,7 +254,7 @@ class Tree:
         self.page_send, self._page_recv = open_mailbox[OpenPage](4)
         #: the status page of a primary, served from the first `assernctl web` on
         self.page: PageActor | None = None
-        self.log_path = run_dir.parent / "logs" / LOG_FILE if run_dir is not None else None
+        self.log_path = home / "logs" / LOG_FILE if home is not None else None
         launcher = hosting.launcher if hosting is not None else None
         self.listener = ListenerActor(
             self.shared,

@@ -355,7 +355,15 @@ class DaemonHost:
                     return view
             assert self._nursery is not None
             label = view_label(config, digest)
-            tree = Tree(config, load, stdio=False, handle_signals=False, pool=self.pool, label=label)
+            tree = Tree(
+                config,
+                load,
+                stdio=False,
+                handle_signals=False,
+                pool=self.pool,
+                label=label,
+                state_home=self.assern_home,
+            )
             self._view_ids += 1
             view_id = self._view_ids
             scope = trio.CancelScope()

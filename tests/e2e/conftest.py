@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from harness import AssernEnv, make_env
+from harness import AssernEnv, make_env, stop_daemon
 
 
 @pytest.fixture
-def assern_env(tmp_path: Path) -> AssernEnv:
-    return make_env(tmp_path)
+def assern_env(tmp_path: Path) -> Iterator[AssernEnv]:
+    env = make_env(tmp_path)
+    yield env
+    stop_daemon(env)  # the one the test's first `assern serve` started, if any
 
 
 @pytest.fixture

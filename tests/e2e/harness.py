@@ -50,6 +50,12 @@ class AssernEnv:
     def serve(self, config: Path, *extra: str) -> StdioServerParameters:
         return self.params("serve", "--config", str(config), *extra)
 
+    def per_config(self) -> None:
+        """Turn the workstation daemon off for this test (`ASSERN_NO_DAEMON=1`): each
+        configuration gets an instance of its own, shared by its clients (the primary and
+        its proxies), as before the daemon."""
+        self.env["ASSERN_NO_DAEMON"] = "1"
+
     def trust(self, folder: Path) -> None:
         """`assernctl trust --yes FOLDER`: its own files (`.assern/`, mcp-config.json) apply."""
         found = shutil.which("assernctl", path=str(Path(sys.executable).parent))
@@ -191,6 +197,34 @@ def make_env(tmp_path: Path) -> AssernEnv:
         "ASSERN_PYTHON": sys.executable,
     }
     return AssernEnv(home=home, assern_home=assern_home, work=work, env=env)
+
+
+def stop_daemon(env: AssernEnv, timeout: float = 20.0) -> None:
+    """Stop the workstation daemon of this test's ASSERN_HOME (started by the first
+    `assern serve`, app/daemon/launch.py) and wait until it is gone; killed after
+    `timeout` seconds. Nothing to do when none runs."""
+    import signal
+    import time
+
+    from assern.app.control_client import ControlError, ControlUnavailable, request
+    from assern.app.instance import socket_directory
+
+    control = socket_directory(env.assern_home, env.env).path / "daemon.ctl"
+    if not control.exists():
+        return
+    try:
+        hello = request(control, "hello", timeout=10, connect_timeout=5)
+        request(control, "shutdown", timeout=10, connect_timeout=5)
+    except (ControlUnavailable, ControlError):
+        return
+    pid = hello.get("pid") if isinstance(hello, dict) else None
+    if not isinstance(pid, int):
+        return
+    deadline = time.monotonic() + timeout
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if process_alive(pid):
+        os.kill(pid, signal.SIGKILL)
 
 
 def process_alive(pid: int) -> bool:

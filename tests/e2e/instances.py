@@ -176,6 +176,14 @@ def serve_in(env: AssernEnv, cwd: Path, *args: str) -> StdioServerParameters:
     return params.model_copy(update={"cwd": str(cwd)})
 
 
+async def stop_workstation(env: AssernEnv) -> None:
+    """Stop the workstation daemon the test's `assern serve` started (what it keeps until it
+    stops is saved then), and wait until it is gone; the next `assern serve` starts a new one."""
+    from harness import stop_daemon
+
+    await trio.to_thread.run_sync(stop_daemon, env)
+
+
 async def start_daemon(env: AssernEnv, args: tuple[str, ...], *, stderr: int) -> trio.Process:
     """`assern daemon ARGS` started in the test's work folder (stdin and stdout closed)."""
     from harness import assern_command

@@ -14,6 +14,7 @@ import pytest
 import trio
 from content import text_in
 from harness import TIME_SERVER, AssernEnv, clients_of_every_era, server_table
+from instances import stop_workstation
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
@@ -348,6 +349,7 @@ async def test_capabilities_are_remembered_for_the_next_run(
         async with Client(assern_env.serve(config), mode="legacy") as client:
             # No wait configured: the first run answers at once with what it knows.
             await client.list_tools()  # alpha is ready now; its capabilities are recorded
+        await stop_workstation(assern_env)  # the next run is a new daemon
         assert (assern_env.assern_home / "cache" / "capabilities.json").exists()
         async with Client(assern_env.serve(config), mode="legacy") as client:
             again = client.server_capabilities

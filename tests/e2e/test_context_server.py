@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 import trio
 from harness import AssernEnv, clients_of_every_era
-from instances import events, pids_of, reap, wait_until  # noqa: F401 - reap: autouse fixture
+from instances import events, pids_of, reap, stop_workstation, wait_until  # noqa: F401 - reap: autouse fixture
 from mcp import Client
 
 pytestmark = pytest.mark.e2e
@@ -160,6 +160,7 @@ async def test_the_three_tools_in_both_eras_secrets_refused_and_the_index_kept(
     assert [(e["files"], e["reindexed"]) for e in complete] == [(4, 4)]
 
     # a restart finds its database and re-reads nothing
+    await stop_workstation(assern_env)
     await wait_until(lambda: not pids_of(assern_env, "assern.context"), limit=30)
     (assern_env.work / "src" / "login.py").write_text(
         PROJECT["src/login.py"] + "\n\ndef logout():\n    pass\n"

@@ -78,6 +78,7 @@ def backend(doc: dict[str, Any], name: str) -> dict[str, Any]:
 async def test_status_json_while_backends_run_restart_and_fail(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
+    assern_env.per_config()  # the status of one configuration's own instance
     config = write_config(
         server_table("alpha") + "max_restarts = 1\n" + FAST_RESTART + server_table("beta", "--tools", "echo")
     )
@@ -274,6 +275,7 @@ async def test_reload_and_shutdown(assern_env: AssernEnv, write_config: Callable
 async def test_daemon_serves_proxies_and_answers_malformed_lines_with_errors(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
+    assern_env.per_config()  # `assern daemon --config`'s proxies
     config = write_config(server_table("alpha", "--tools", "echo,get_pid"))
     at = ("--config", str(config))
     exchanges = [

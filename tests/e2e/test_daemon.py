@@ -8,6 +8,7 @@ and serves it that view. Views share backends by what reaches their process.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -202,14 +203,124 @@ async def test_a_second_daemon_is_refused_and_the_first_goes_on(assern_env: Asse
                 assert text_of(await client.call_tool("alpha_echo", {"text": "on"})) == "on"
 
 
-async def test_a_client_without_a_daemon_still_gets_an_instance(assern_env: AssernEnv) -> None:
-    """Until a daemon runs, `assern serve` elects a primary as before."""
+async def test_with_the_daemon_off_a_client_still_gets_an_instance(assern_env: AssernEnv) -> None:
+    """`ASSERN_NO_DAEMON=1`: `assern serve` elects a primary for its configuration."""
     _, b = two_projects(assern_env)
+    assern_env.per_config()
     with trio.fail_after(60):
         async with Client(serve_in(assern_env, b), mode="legacy") as client:
             assert "alpha_echo" in {t.name for t in (await client.list_tools()).tools}
     assert not events(assern_env, "daemon_joined")
+    assert not events(assern_env, "daemon_starting")
     assert events(assern_env, "instance_primary")
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+async def test_the_first_client_starts_the_daemon_and_the_next_ones_join_it(assern_env: AssernEnv) -> None:
+    a, b = two_projects(assern_env)
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            first = Session(serve_in(assern_env, a))
+            client_a = await nursery.start(first.run)
+            assert {"alpha_echo", "beta_echo"} <= {t.name for t in (await client_a.list_tools()).tools}
+            second = Session(serve_in(assern_env, b))
+            client_b = await nursery.start(second.run)
+            names_b = {t.name for t in (await client_b.list_tools()).tools}
+            assert "alpha_echo" in names_b
+            assert not any(name.startswith("beta_") for name in names_b)
+            pid = text_of(await client_a.call_tool("alpha_get_pid", {}))
+            assert text_of(await client_b.call_tool("alpha_get_pid", {})) == pid
+            doc = (await ctl_json(assern_env, "status", cwd=a))["workstation"]
+            daemon_pid = doc["daemon"]["pid"]
+            assert doc["daemon"]["started_by"].startswith("assern serve (pid ")
+            assert len(doc["sessions"]) == 2
+            # Detached: not the child of the `assern serve` that started it, nor in its
+            # session (a signal to the client's terminal does not reach it).
+            starter = int(doc["daemon"]["started_by"].removeprefix("assern serve (pid ").rstrip(")"))
+            assert parent_of(daemon_pid) != starter
+            assert os.getsid(daemon_pid) != os.getsid(starter)
+            first.leave()
+            second.leave()
+    starting = events(assern_env, "daemon_starting")
+    assert [e["pid"] for e in starting] == [daemon_pid]
+    assert len(events(assern_env, "daemon_joined")) == 2
+    assert not events(assern_env, "instance_primary")
+
+    async def sessions_left() -> bool:
+        doc = (await ctl_json(assern_env, "status", cwd=a))["workstation"]
+        assert doc["daemon"]["pid"] == daemon_pid  # still there for the next client
+        return not doc["sessions"]
+
+    with trio.fail_after(30):
+        while not await sessions_left():  # noqa: ASYNC110 - asked of another process
+            await trio.sleep(0.05)
+
+
+async def test_clients_starting_at_once_start_one_daemon(assern_env: AssernEnv) -> None:
+    _, b = two_projects(assern_env)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            sessions = [Session(serve_in(assern_env, b)) for _ in range(4)]
+            clients = []
+
+            async def join(session: Session) -> None:
+                clients.append(await nursery.start(session.run))
+
+            async with trio.open_nursery() as starting:
+                for session in sessions:
+                    starting.start_soon(join, session)
+            pids = {text_of(await client.call_tool("alpha_get_pid", {})) for client in clients}
+            assert len(pids) == 1
+            doc = (await ctl_json(assern_env, "status", cwd=b))["workstation"]
+            assert len(doc["sessions"]) == 4
+            for session in sessions:
+                session.leave()
+    # However many daemons the clients started, one claimed the sockets; the others said
+    # so and left.
+    running = [e["pid"] for e in events(assern_env, "daemon_starting")]
+    assert running == [doc["daemon"]["pid"]]
+    assert not events(assern_env, "instance_primary")
+    err = assern_env.assern_home / "logs" / "daemon.err"
+    refused = err.read_text().count("a daemon already runs")
+    started = err.read_text().count("assern daemon: pid ")
+    assert started == 1
+    assert refused <= 3
+
+
+async def test_a_daemon_that_cannot_start_leaves_its_client_served_and_says_why(
+    assern_env: AssernEnv, tmp_path: Path
+) -> None:
+    _, b = two_projects(assern_env)
+    run = socket_dir(assern_env)
+    run.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    run.symlink_to(elsewhere)  # an unsafe socket folder: no daemon (nor instance) listens there
+    try:
+        with trio.fail_after(120):
+            process = await trio.run_process(
+                [assern_command(), "serve"],
+                env=assern_env.env,
+                cwd=b,
+                stdin=b"",
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    finally:
+        run.unlink()
+    stderr = process.stderr.decode()
+    assert process.returncode == 0, stderr
+    assert "the workstation daemon did not start; see " in stderr
+    assert "serving this client with an instance of its own" in stderr
+    assert "refusing to put sockets there" in stderr  # the instance's own reason
+    err = (assern_env.assern_home / "logs" / "daemon.err").read_text()
+    assert "is not a plain folder; refusing to put sockets there" in err
+    assert not events(assern_env, "daemon_joined")
+    assert not events(assern_env, "daemon_starting")
 
 
 async def raw_session(path: Path, env: dict[str, str], folder: Path) -> list[str]:

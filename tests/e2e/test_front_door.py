@@ -40,9 +40,14 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
+@pytest.mark.parametrize("through", ["daemon", "instance"])
 async def test_the_door_answers_initialize_and_the_session_then_works(
-    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
+    assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path, through: str
 ) -> None:
+    """Through the workstation daemon (its session answers) and through an instance of
+    the configuration's own (`ASSERN_NO_DAEMON=1`: the stdio front door answers)."""
+    if through == "instance":
+        assern_env.per_config()
     gate = tmp_path / "gate"
     config = write_config(server_table("alpha", "--start-gate", str(gate)))
     # The initialize is in the pipe before assern starts: the door reads it first thing.
@@ -74,10 +79,11 @@ async def test_the_door_answers_initialize_and_the_session_then_works(
                     "serverInfo": {"name": "assern", "version": "0.1.0"},
                 },
             }
-            # The door answered it, while alpha could not be ready (its gate is shut).
-            early = events(assern_env, "initialize_answered_early")
-            assert [e["client_name"] for e in early] == ["early-bird"]
+            # It was answered while alpha could not be ready (its gate is shut).
             assert not events(assern_env, "backend_ready")
+            if through == "instance":  # by the door, before the tree was up
+                early = events(assern_env, "initialize_answered_early")
+                assert [e["client_name"] for e in early] == ["early-bird"]
 
             await wire.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             gate.touch()

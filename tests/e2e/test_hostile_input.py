@@ -82,6 +82,7 @@ async def refused_everywhere(send: Callable[[bytes], Any], receive: Callable[[],
 async def test_deep_lines_on_every_front_leave_every_session_and_call_intact(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
+    assern_env.per_config()  # every front of one configuration's own instance
     config = write_config(server_table("alpha", "--tools", "echo,gate"))
     gate = tmp_path / "gate"
     with trio.fail_after(120):

@@ -655,6 +655,7 @@ async def test_sigterm_drains_open_calls_before_stopping(
 async def test_the_daemon_serves_listen_http_with_the_backends_it_shares(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
+    assern_env.per_config()  # `assern daemon --config` and its proxies
     import socket
 
     with socket.socket() as probe:  # a free loopback port for [listen] http

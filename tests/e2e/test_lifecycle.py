@@ -122,6 +122,7 @@ async def test_progress_resets_the_call_timeout(
 async def test_grandchildren_die_with_their_backend(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
+    assern_env.per_config()  # the lifetime of one client's own instance
     pidfile = tmp_path / "grandchild.pid"
     config = write_config(server_table("alpha", "--spawn-grandchild", str(pidfile)))
     with trio.fail_after(60):
@@ -161,6 +162,7 @@ async def start_with_grandchild(
 async def test_sigterm_stops_assern_cleanly_with_no_process_left(
     assern_env: AssernEnv, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
+    assern_env.per_config()  # the lifetime of one client's own instance
     with trio.fail_after(60):
         process, backend, grandchild = await start_with_grandchild(
             assern_env, write_config, tmp_path / "grandchild.pid"

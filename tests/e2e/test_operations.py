@@ -67,7 +67,7 @@ async def test_backend_stderr_becomes_log_events_and_stdout_stays_clean(
     assert calls
     assert calls[0]["server"] == "chatty"
     assert calls[0]["tool"] == "echo"
-    assert str(calls[0]["client"]).startswith("stdio-")
+    assert str(calls[0]["client"]).startswith("socket-")  # a session of the daemon
     assert calls[0]["request_id"] is not None
     assert isinstance(calls[0]["duration_ms"], float)
     assert {"ts", "level", "event", "actor"} <= set(calls[0])

@@ -18,6 +18,13 @@ from instances import daemon, events, reap, wait_until  # noqa: F401 - reap: aut
 
 pytestmark = pytest.mark.e2e
 
+
+@pytest.fixture(autouse=True)
+def per_config(assern_env: AssernEnv) -> None:
+    """These tests are of one instance per configuration: the daemon is off."""
+    assern_env.per_config()
+
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,

@@ -13,7 +13,7 @@ import mcp_types as types
 import pytest
 import trio
 from harness import AssernEnv, server_table
-from instances import ctl_json
+from instances import ctl_json, stop_workstation
 from mcp import Client
 
 pytestmark = pytest.mark.e2e
@@ -54,6 +54,7 @@ async def test_calls_after_a_search_lift_the_tool_next_time(
     use_file = assern_env.assern_home / "search-use.json"
     with trio.fail_after(60):
         first = await search_and_call(assern_env, config, calls=6)
+        await stop_workstation(assern_env)
     assert first[:2] == ["alpha_echo", "alpha_big"]
     # Saved when assern stopped: names and counts, nothing of the arguments or answers.
     assert json.loads(use_file.read_text()) == {
@@ -64,6 +65,7 @@ async def test_calls_after_a_search_lift_the_tool_next_time(
 
     with trio.fail_after(60):
         again = await search_and_call(assern_env, config, calls=1)
+        await stop_workstation(assern_env)
         explained = await ctl_json(
             assern_env, "search", "--config", str(config), "--fresh", "--explain", "return", "text"
         )

@@ -40,6 +40,12 @@ from instances import (
 pytestmark = pytest.mark.e2e
 
 
+@pytest.fixture(autouse=True)
+def per_config(assern_env: AssernEnv) -> None:
+    """These tests are of one instance per configuration: the daemon is off."""
+    assern_env.per_config()
+
+
 async def get_pid(client: Any) -> int:
     return int(text_of(await client.call_tool("alpha_get_pid", {})))
 
