@@ -32,9 +32,10 @@ def environ() -> dict[str, str]:
     return config_environ(os.environ)
 
 
-def this_build() -> str:
-    """This install's build id (app/daemon/identity.py; its cache in `$ASSERN_HOME`)."""
-    return build_id(str(default_assern_home(environ())))
+def this_build(*, keep: bool = True) -> str:
+    """This install's build id (app/daemon/identity.py; its cache in `$ASSERN_HOME`,
+    written to when `keep`)."""
+    return build_id(str(default_assern_home(environ())), keep=keep)
 
 
 def version_line(program: str) -> str:

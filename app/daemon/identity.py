@@ -157,15 +157,18 @@ def _keep(path: str, root: str, stats: list[Stat], digest: str) -> None:
             pass
 
 
-def build_id(assern_home: str | None, root: str = PACKAGE_ROOT, version: str = __version__) -> str:
+def build_id(
+    assern_home: str | None, root: str = PACKAGE_ROOT, version: str = __version__, *, keep: bool = True
+) -> str:
     """This install's build id (see the module), from the cache in `assern_home` when it
-    still holds (None: no cache, computed every time)."""
+    still holds (None: no cache, computed every time). A digest computed is kept in the
+    cache when `keep` and `assern_home` exists (it is never created for a cache)."""
     files = package_files(root)
     stats = [stat for stat, _ in files]
     path = cache_file(assern_home, root) if assern_home else None
     digest = _cached(path, root, stats) if path else None
     if digest is None:
         digest = digest_of(files)
-        if path:
+        if path and keep and assern_home and os.path.isdir(assern_home):
             _keep(path, root, stats, digest)
     return f"{version}+{digest}"

@@ -105,17 +105,16 @@ def parse_record(data: bytes) -> DaemonRecord:
         raise RuntimeFileError("it is not JSON") from None
     if not isinstance(doc, dict):
         raise RuntimeFileError("it is not a JSON object")
-    expected: Mapping[str, tuple[type, ...]] = {
-        "pid": (int,),
-        "started_at": (int, float),
-        "build": (str,),
-        "protocol": (int,),
-        "cookie": (str,),
+    expected: Mapping[str, tuple[tuple[type, ...], str]] = {
+        "pid": ((int,), "an integer"),
+        "started_at": ((int, float), "a number"),
+        "build": ((str,), "a string"),
+        "protocol": ((int,), "an integer"),
+        "cookie": ((str,), "a string"),
     }
-    for key, types in expected.items():
+    for key, (types, kind) in expected.items():
         value = doc.get(key)
         if isinstance(value, bool) or not isinstance(value, types):
-            kind = {int: "an integer", str: "a string"}.get(types[0], "a number")
             raise RuntimeFileError(f"{key} must be {kind}, found {json.dumps(value)[:40]}")
     if doc["pid"] <= 0:
         raise RuntimeFileError(f"pid must be positive, found {doc['pid']}")
@@ -190,6 +189,14 @@ class NotVerified:
     path: Path
     reason: str
     found: bool = True
+
+
+def describe(found: Verified | NotVerified) -> dict[str, Any]:
+    """What status says of the runtime file (`--json`)."""
+    if isinstance(found, Verified):
+        record = found.record
+        return {"path": str(found.path), "verified": True, "pid": record.pid, "build": record.build}
+    return {"path": str(found.path), "verified": False, "found": found.found, "reason": found.reason}
 
 
 def ask_hello(slot: Slot) -> Mapping[str, Any] | None:

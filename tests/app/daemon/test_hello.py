@@ -39,6 +39,7 @@ def test_the_hello_says_its_protocol_and_this_installs_build(tmp_path: Path) -> 
     """By itself: the shim (app/quick.py) passes neither; the build's cache goes to the
     hello's own `$ASSERN_HOME`."""
     home = tmp_path / "assern"
+    home.mkdir()
     line = hello_line(
         cwd="/w",
         environ={"HOME": str(tmp_path), "ASSERN_HOME": str(home)},

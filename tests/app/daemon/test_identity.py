@@ -40,6 +40,14 @@ def build(root: Path, home: Path | None = None) -> str:
     return build_id(str(home) if home else None, root=str(root), version="0.1.0")
 
 
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """An `$ASSERN_HOME` that exists (a cache is never the reason one is made)."""
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
+
+
 def test_a_build_id_is_the_version_and_twelve_hex_digits(tmp_path: Path) -> None:
     match = BUILD.match(build(make_install(tmp_path / "i")))
     assert match is not None
@@ -52,6 +60,7 @@ def test_this_install_has_one_build_id_with_or_without_its_cache(tmp_path: Path)
     assert found.startswith(f"{__version__}+")
     assert build_id(str(tmp_path)) == found
     assert build_id(str(tmp_path)) == found  # from the cache now
+    assert list((tmp_path / "cache" / "build").iterdir())
     assert {relative.split("/")[0] for (relative, *_), _ in package_files(PACKAGE_ROOT)} >= {
         "app",
         "actors",
@@ -86,10 +95,9 @@ def test_one_changed_byte_in_a_second_install_gives_another_id(tmp_path: Path) -
     ],
 )
 def test_a_changed_added_removed_or_renamed_file_changes_it(
-    tmp_path: Path, change: Callable[[Path], object]
+    tmp_path: Path, home: Path, change: Callable[[Path], object]
 ) -> None:
     root = make_install(tmp_path / "i")
-    home = tmp_path / "home"
     before = build(root, home)
     change(root)
     after = build(root, home)
@@ -117,9 +125,8 @@ def test_linked_package_folders_count_as_the_folders(tmp_path: Path) -> None:
     assert build(linked) == build(real)
 
 
-def test_the_cache_is_private_and_answers_while_every_file_is_unchanged(tmp_path: Path) -> None:
+def test_the_cache_is_private_and_answers_while_every_file_is_unchanged(tmp_path: Path, home: Path) -> None:
     root = make_install(tmp_path / "i")
-    home = tmp_path / "home"
     computed = build(root, home)
     path = Path(cache_file(str(home), str(root)))
     assert path.stat().st_mode & 0o777 == 0o600
@@ -132,9 +139,8 @@ def test_the_cache_is_private_and_answers_while_every_file_is_unchanged(tmp_path
     assert build(root, home) == "0.1.0+0123456789ab"
 
 
-def test_a_file_touched_since_is_a_cache_miss(tmp_path: Path) -> None:
+def test_a_file_touched_since_is_a_cache_miss(tmp_path: Path, home: Path) -> None:
     root = make_install(tmp_path / "i")
-    home = tmp_path / "home"
     computed = build(root, home)
     path = Path(cache_file(str(home), str(root)))
     kept = json.loads(path.read_text())
@@ -158,9 +164,8 @@ def test_a_file_touched_since_is_a_cache_miss(tmp_path: Path) -> None:
         b'{"format": 1, "digest": "0123456789ab", "files": [["app/quick.py", "x"]]}',
     ],
 )
-def test_a_corrupt_cache_is_ignored_and_rewritten(tmp_path: Path, garbage: bytes) -> None:
+def test_a_corrupt_cache_is_ignored_and_rewritten(tmp_path: Path, home: Path, garbage: bytes) -> None:
     root = make_install(tmp_path / "i")
-    home = tmp_path / "home"
     expected = build(root)
     path = Path(cache_file(str(home), str(root)))
     path.parent.mkdir(parents=True)
@@ -181,11 +186,20 @@ def test_a_cache_that_cannot_be_written_leaves_the_id_computed(tmp_path: Path) -
     assert build(root, not_a_folder) == build(root)
 
 
-def test_each_install_has_a_cache_of_its_own(tmp_path: Path) -> None:
+def test_each_install_has_a_cache_of_its_own(tmp_path: Path, home: Path) -> None:
     one, two = make_install(tmp_path / "one"), make_install(tmp_path / "two")
     (two / "app" / "quick.py").write_text("print('two')\n")
-    home = tmp_path / "home"
     assert build(one, home) != build(two, home)
     assert build(one, home) == build(one)
     assert build(two, home) == build(two)
     assert len(list((home / "cache" / "build").iterdir())) == 2
+
+
+def test_a_cache_is_never_the_reason_a_folder_is_made(tmp_path: Path, home: Path) -> None:
+    """`assernctl doctor` changes nothing; and a missing `$ASSERN_HOME` stays missing."""
+    root = make_install(tmp_path / "i")
+    missing = tmp_path / "missing"
+    assert build(root, missing) == build(root)
+    assert not missing.exists()
+    assert build_id(str(home), root=str(root), version="0.1.0", keep=False) == build(root)
+    assert list(home.iterdir()) == []
