@@ -567,9 +567,9 @@ class DaemonHost:
 
     def hello(self) -> dict[str, Any]:
         return {
-            "control_protocol": PROTOCOL_VERSION,
-            "protocol": PROTOCOL,
-            "protocols": list(PROTOCOLS),
+            "protocol": PROTOCOL_VERSION,  # this control socket's, as every instance's hello
+            "socket_protocol": PROTOCOL,  # the MCP socket's (its hello), as the runtime file's
+            "socket_protocols": list(PROTOCOLS),
             "pid": os.getpid(),
             "slot": "daemon",
             "workstation": True,

@@ -17,6 +17,7 @@ from harness import AssernEnv, assern_command, server_table
 from instances import ctl, ctl_json, events, out, reap, serve_in, socket_dir, text_of, wait_until, workstation
 from mcp import Client
 
+from assern.app.control_client import request
 from assern.app.daemon.hello import PROTOCOL, hello_line
 
 pytestmark = pytest.mark.e2e
@@ -64,6 +65,13 @@ async def test_the_daemon_says_its_build_and_its_runtime_file_stands_for_it(asse
             assert runtime.stat().st_mode & 0o777 == 0o600
             record = json.loads(runtime.read_text())
             assert (record["pid"], record["build"], record["protocol"]) == (process.pid, build, PROTOCOL)
+            control = socket_dir(assern_env) / "daemon.ctl"
+            hello = await trio.to_thread.run_sync(lambda: request(control, "hello", timeout=10.0))
+            assert (hello["build"], hello["cookie"], hello["socket_protocol"]) == (
+                build,
+                record["cookie"],
+                PROTOCOL,
+            )
 
             doc = await ctl_json(assern_env, "status")
             workstation_doc = doc["workstation"]
