@@ -30,14 +30,13 @@ import trio
 
 from assern.actors.config.home import default_assern_home, user_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
-from assern.actors.identity import __version__
 from assern.app.ctl.render import table
 from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
 from assern.app.loading import FullCollectionsDeferred
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 from assern.app.no_servers import looked_at, no_servers_line
-from assern.app.running import environ, loader, run_dir, tool_rows, with_tree
+from assern.app.running import VersionAction, environ, loader, run_dir, this_build, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -345,6 +344,7 @@ def workstation_daemon(args: argparse.Namespace) -> int:
     )
     host = DaemonHost(
         assern_home=home,
+        build=this_build(),
         mcp=claimed.mcp,
         control=claimed.control,
         mcp_path=claimed.slot.mcp,
@@ -449,7 +449,7 @@ def cmd_demo(args: argparse.Namespace, config: ResolvedConfig, load: Callable[[]
 
 def assern_main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="assern", description="One MCP server in front of many.")
-    parser.add_argument("--version", action="version", version=f"assern {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
         ("serve", "serve the aggregate over MCP on stdio (shares one instance per configuration)"),

@@ -1,8 +1,10 @@
 """What `assern` and `assernctl` share: the environment and configuration they resolve,
-and a tree run for one command (`list`, `demo`, a direct `call`) and stopped after it."""
+their `--version`, and a tree run for one command (`list`, `demo`, a direct `call`) and
+stopped after it."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -11,10 +13,12 @@ import trio
 
 from assern.actors.config.home import default_assern_home
 from assern.actors.config.resolve import resolve_config
+from assern.actors.identity import __version__
+from assern.app.daemon.identity import build_id
 from assern.app.hint import config_environ
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping, Sequence
 
     from assern.actors.config.spec import ResolvedConfig
     from assern.app.tree import Tree
@@ -26,6 +30,40 @@ def environ() -> dict[str, str]:
     """The process environment, plus `ASSERN_PYTHON`: configs may start Python servers
     with the interpreter assern itself runs on."""
     return config_environ(os.environ)
+
+
+def this_build(*, keep: bool = True) -> str:
+    """This install's build id (app/daemon/identity.py; its cache in `$ASSERN_HOME`,
+    written to when `keep`)."""
+    return build_id(str(default_assern_home(environ())), keep=keep)
+
+
+def version_line(program: str) -> str:
+    """`assern 0.1.0 (build 0.1.0+3f9a1c2b4d5e)`."""
+    return f"{program} {__version__} (build {this_build()})"
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the program's version and build id (the build computed only when asked)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(
+            option_strings,
+            dest=dest,
+            default=argparse.SUPPRESS,
+            nargs=0,
+            help="show the version and build id",
+        )
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[object] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print(version_line(parser.prog))
+        parser.exit()
 
 
 def loader(config: Path | None, project: str | None, env: Mapping[str, str]) -> Callable[[], ResolvedConfig]:

@@ -1,5 +1,5 @@
-"""The wheel installs everything under `assern` and nothing else at the top level; the
-supported Pythons are said once."""
+"""The wheel installs everything under `assern` and nothing else at the top level, and
+gives the checkout's build id; the supported Pythons are said once."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import sys
 import tomllib
 import zipfile
 from pathlib import Path
+
+from assern.app.daemon.identity import build_id
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,6 +39,9 @@ def test_wheel_has_only_the_assern_namespace(tmp_path: Path) -> None:
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "assern = assern.app.quick:main" in text
     assert "assernctl = assern.app.ctl:main" in text
+    # The build id counts exactly what ships: the wheel's files give the checkout's id.
+    zipfile.ZipFile(wheel).extractall(tmp_path / "site")
+    assert build_id(None, root=str(tmp_path / "site" / "assern")) == build_id(None)
 
 
 def test_an_editable_install_runs_the_checkout(tmp_path: Path) -> None:

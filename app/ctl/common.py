@@ -16,8 +16,9 @@ from assern.actors.config.home import default_assern_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.control_client import ControlError, ControlUnavailable, request
 from assern.app.daemon.hello import DAEMON_SLOT
+from assern.app.daemon.runtime_file import describe, verify
 from assern.app.instance import InstanceError, Slot, fingerprint, slot_names, socket_directory
-from assern.app.running import environ, loader
+from assern.app.running import environ, loader, this_build
 
 if TYPE_CHECKING:
     import argparse
@@ -67,6 +68,7 @@ def views_of(slot: Slot, hello: Mapping[str, Any]) -> list[Instance]:
                 "project": view.get("project"),
                 "config_files": view.get("config_files") or [],
                 "version": hello.get("version"),
+                "build": hello.get("build"),
             }
             found.append(Instance(slot, doc, view=view["fingerprint"]))
     return found
@@ -82,6 +84,13 @@ def workstation_daemon() -> tuple[Slot, Mapping[str, Any]] | None:
     if answer is None or not answer.get("workstation"):
         return None
     return slot, answer
+
+
+def daemon_identity(slot: Slot, hello: Mapping[str, Any]) -> dict[str, Any]:
+    """What `assernctl status` adds to the daemon's own status: this install's build, and
+    whether the runtime file beside its sockets stands for the daemon that said `hello`."""
+    found = verify(slot.directory, lambda _slot: hello)
+    return {"this_build": this_build(), "runtime_file": describe(found)}
 
 
 def load_config(args: argparse.Namespace) -> tuple[ResolvedConfig, Callable[[], ResolvedConfig]]:

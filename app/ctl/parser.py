@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assern.actors.identity import __version__
 from assern.app.control_client import ControlUnavailable
 from assern.app.ctl.call import cmd_call
 from assern.app.ctl.clients.command import add_parser as add_clients_parser
@@ -22,6 +21,7 @@ from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
 from assern.app.ctl.tokens import cmd_token
 from assern.app.ctl.trust import cmd_trust, cmd_untrust
 from assern.app.ctl.web import cmd_web
+from assern.app.running import VersionAction
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect and steer assern. Commands act on the instance that serves the current "
         "directory's configuration (see --config and --project).",
     )
-    parser.add_argument("--version", action="version", version=f"assernctl {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True)
     # Listed for --help; `assernctl config ...` is dispatched before this parser (ctl/__init__.py).
     sub.add_parser(

@@ -137,6 +137,25 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def identity_lines(daemon: Mapping[str, Any], doc: Mapping[str, Any]) -> list[str]:
+    """The daemon's build (and a hint when this install is another build) and whether its
+    runtime file stands for it."""
+    build = daemon.get("build")
+    lines = [f"  build    {build or 'unknown'} (protocol {daemon.get('protocol', '-')})"]
+    ours = doc.get("this_build")
+    if ours is not None and build != ours:
+        lines.append(
+            f"  ! the running daemon is build {build or 'unknown'}; this install is build {ours} "
+            "(its clients run the daemon's code until it stops: `assernctl shutdown`)"
+        )
+    runtime = doc.get("runtime_file")
+    if runtime is not None and runtime.get("verified"):
+        lines.append(f"  runtime  {runtime['path']}")
+    elif runtime is not None:
+        lines.append(f"  ! runtime file: {runtime.get('reason')}")
+    return lines
+
+
 def render_daemon(doc: Mapping[str, Any]) -> list[str]:
     """The readable form of the workstation daemon's own status: itself, its sessions,
     its views (one per configuration in use) and the backends they share."""
@@ -146,6 +165,7 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
         f"up {duration(daemon.get('uptime_s'))}, started by {daemon.get('started_by', '-')}",
         f"  socket   {daemon['sockets']['mcp']}",
     ]
+    lines += identity_lines(daemon, doc)
     sessions = doc.get("sessions") or []
     lines.append(f"  sessions {len(sessions)}")
     if sessions:

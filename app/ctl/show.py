@@ -13,13 +13,16 @@ from assern.app.control_client import ControlError, ControlUnavailable, request
 from assern.app.ctl.common import (
     Usage,
     all_instances,
+    daemon_identity,
     find_instance,
     load_config,
     no_instance,
     print_json,
+    socket_dir,
     workstation_daemon,
 )
 from assern.app.ctl.render import render_daemon, render_status, table
+from assern.app.daemon.runtime_file import NotVerified, verify
 from assern.app.running import environ, list_rows, tool_rows, with_tree
 from assern.supervisor.io.logs import configure_logging
 
@@ -52,8 +55,12 @@ def cmd_status(args: argparse.Namespace) -> int:
         doc: dict[str, Any] = found.ask("status") if found is not None else {}
         if daemon is not None:
             doc["workstation"] = request(daemon[0].control, "status")
+            doc["workstation"].update(daemon_identity(*daemon))
     except LookupError as exc:
         print(f"assernctl: {exc.args[0]}", file=sys.stderr)
+        stale = verify(socket_dir())
+        if isinstance(stale, NotVerified) and stale.found:
+            print(f"assernctl: no daemon runs: {stale.reason}", file=sys.stderr)
         return 1
     if args.json:
         print_json(doc)

@@ -11,6 +11,14 @@ The environment is sent whole: the daemon cannot know which variables a configur
 refers to before it resolves it. It stays in the daemon's memory, for that resolution
 (and the backends a configuration starts), on a socket only the same user reaches.
 
+The hello also says which assern sends it: `protocol`, the number of this socket's
+protocol (the hello, the daemon's one-line answer, then the client's MCP bytes), and
+`build`, the sending install's build id (app/daemon/identity.py). Protocol 1 was the
+first daemon's hello (its number under `version`, no build); protocol 2 adds `protocol`
+and `build`, to the hello and to the daemon's answer. A daemon refuses a protocol it
+does not read with what to do (`Unsupported`); a shim of another build with a protocol
+it reads simply joins.
+
 Standard library only: `app/quick.py` builds this line before anything else is imported.
 """
 
@@ -20,6 +28,9 @@ import json
 import os
 import sys
 
+from assern.actors.config.home import assern_home_folder
+from assern.app.daemon.identity import build_id
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -28,8 +39,11 @@ if TYPE_CHECKING:
 HELLO_METHOD = "assern/hello"
 #: The daemon's slot in the socket folder: `daemon.sock` (MCP), `daemon.ctl` (control).
 DAEMON_SLOT = "daemon"
-#: Bumped when the hello's fields change in a way an older daemon cannot read.
-HELLO_VERSION = 1
+#: This socket's protocol: bumped when the hello or the daemon's answer changes in a way
+#: the other side cannot read.
+PROTOCOL = 2
+#: The oldest and the newest protocol this daemon reads.
+PROTOCOLS = (2, 2)
 #: The longest hello line the daemon reads (an environment of a few thousand variables).
 MAX_HELLO = 1 << 20
 
@@ -41,10 +55,13 @@ def hello_line(
     config: str | None,
     project: str | None,
     profile: str | None,
+    build: str | None = None,
 ) -> bytes:
-    """The `assern/hello` notification, as one JSON line."""
+    """The `assern/hello` notification, as one JSON line, with this socket's protocol and
+    `build` (by default this install's build id, its cache in `environ`'s `$ASSERN_HOME`)."""
     params = {
-        "version": HELLO_VERSION,
+        "protocol": PROTOCOL,
+        "build": build if build is not None else build_id(assern_home_folder(environ)),
         "cwd": cwd,
         "env": dict(environ),
         "config": config,
@@ -89,11 +106,44 @@ class BadHello(ValueError):
     """A first line that is not a valid `assern/hello`."""
 
 
-def read_hello(line: bytes) -> dict[str, Any]:
-    """The hello's parameters, checked.
+def protocols_text(protocols: tuple[int, int] = PROTOCOLS) -> str:
+    """`protocol 2`, or `protocols 2-3` for a range."""
+    low, high = protocols
+    return f"protocol {low}" if low == high else f"protocols {low}-{high}"
+
+
+class Unsupported(BadHello):
+    """A hello of a protocol this daemon does not read: the message says what to do."""
+
+    def __init__(self, protocol: object, build: object, daemon_build: str) -> None:
+        shown = build if isinstance(build, str) else "unknown"
+        newer = isinstance(protocol, int) and protocol > PROTOCOLS[1]
+        fix = (
+            "run `assernctl shutdown` to stop the daemon, then start `assern daemon` of this install"
+            if newer
+            else "upgrade this assern to the daemon's build, or run `assernctl shutdown` to stop the daemon"
+        )
+        super().__init__(
+            f"this assern (build {shown}, protocol {protocol}) cannot join the running daemon "
+            f"(build {daemon_build}, {protocols_text()}); {fix}"
+        )
+        self.protocol = protocol
+        self.build = build
+
+
+def _protocol(params: Mapping[str, Any]) -> object:
+    """The hello's protocol; 1 for the first daemon's hello (`version` 1, no `protocol`)."""
+    if "protocol" not in params and params.get("version") == 1:
+        return 1
+    return params.get("protocol")
+
+
+def read_hello(line: bytes, *, daemon_build: str) -> dict[str, Any]:
+    """The hello's parameters, checked by the daemon of build `daemon_build`.
 
     Raises:
-        BadHello: what is wrong with it.
+        Unsupported: its protocol is one this daemon does not read (what to do).
+        BadHello: what else is wrong with it.
     """
     try:
         message = json.loads(line)
@@ -104,8 +154,13 @@ def read_hello(line: bytes) -> dict[str, Any]:
     params = message.get("params")
     if not isinstance(params, dict):
         raise BadHello(f"{HELLO_METHOD} has no params object")
-    if params.get("version") != HELLO_VERSION:
-        raise BadHello(f"{HELLO_METHOD} version {params.get('version')!r}; this daemon reads {HELLO_VERSION}")
+    protocol = _protocol(params)
+    if protocol is None or isinstance(protocol, bool) or not isinstance(protocol, int):
+        raise BadHello(f"{HELLO_METHOD} protocol must be an integer (this daemon reads {protocols_text()})")
+    if not PROTOCOLS[0] <= protocol <= PROTOCOLS[1]:
+        raise Unsupported(protocol, params.get("build"), daemon_build)
+    if not isinstance(params.get("build"), str):
+        raise BadHello(f"{HELLO_METHOD} build must be a string (the sending assern's build id)")
     cwd, env = params.get("cwd"), params.get("env")
     if not isinstance(cwd, str) or not cwd.startswith("/"):
         raise BadHello("cwd must be an absolute path")

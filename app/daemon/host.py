@@ -17,6 +17,12 @@ answers `assern/welcome` (or `assern/refused` with the configuration error, and 
 up), then serves the rest of the connection in that configuration's view. A connection
 can reach only its own view's servers; its stated context decides nothing else.
 
+The daemon knows its build (app/daemon/identity.py): its welcome, its refusals and its
+control `hello` carry it with the socket's protocol, and a client of another build that
+speaks a protocol it reads joins (`daemon_build_differs` in the log). Once its sockets
+are claimed it writes its runtime file (app/daemon/runtime_file.py), and at exit removes
+it while it is still its own.
+
 The daemon sweeps what a killed predecessor left (its pid registry) and runs the
 watchdog that kills its backends' process groups if it dies, as a primary does.
 """
@@ -49,7 +55,8 @@ from assern.actors.listener.report import InstanceInfo
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credentials
 from assern.actors.listener.stats import RECENT
 from assern.actors.listener.unix_socket import UnixListener, refuse
-from assern.app.daemon.hello import MAX_HELLO, BadHello, read_hello
+from assern.app.daemon.hello import MAX_HELLO, PROTOCOL, PROTOCOLS, BadHello, read_hello
+from assern.app.daemon.runtime_file import DaemonRecord, new_record, remove_own, write_record
 from assern.app.front_door import Replay
 from assern.app.hint import config_environ
 from assern.app.instance import fingerprint
@@ -141,6 +148,7 @@ class DaemonHost:
         control_path: Path,
         idle_exit: float = 0.0,
         view_grace: float = VIEW_GRACE,
+        build: str,
         started_by: str = "command",
     ) -> None:
         self.assern_home = assern_home
@@ -152,6 +160,9 @@ class DaemonHost:
         self.view_grace = view_grace
         self.started_by = started_by
         self.started_at = time.time()
+        self.build = build
+        self.record: DaemonRecord = new_record(build, started_at=self.started_at)
+        self._runtime_written = False
         run = assern_home / "run"
         self.pids = PidRegistry(run / "pids")
         self.pool = BackendPool(pids=self.pids, catalogs=CatalogStore(catalog_folder(assern_home)))
@@ -173,7 +184,15 @@ class DaemonHost:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         with structlog.contextvars.bound_contextvars(actor="daemon"):
-            log.info("daemon_starting", pid=os.getpid(), version=__version__, socket=str(self.mcp_path))
+            log.info(
+                "daemon_starting",
+                pid=os.getpid(),
+                version=__version__,
+                build=self.build,
+                protocol=PROTOCOL,
+                socket=str(self.mcp_path),
+            )
+            self._write_runtime_file()
             swept = sweep_orphans(self.pids.path.parent)
             if swept:
                 log.warning("orphans_swept", pids=swept)
@@ -191,6 +210,7 @@ class DaemonHost:
                         task_status.started()
             finally:
                 self.page.close()
+                self._remove_runtime_file()
                 self.mcp.withdraw()
                 self.control.withdraw()
                 self.pids.close()
@@ -200,9 +220,29 @@ class DaemonHost:
         """Stop taking connections, then stop every view and backend (each gracefully)."""
         log.info("daemon_stopping", reason=reason)
         self.pool.close()
+        self._remove_runtime_file()
         self.mcp.withdraw()
         self.control.withdraw()
         self._cancel.cancel()
+
+    def _write_runtime_file(self) -> None:
+        try:
+            path = write_record(self.mcp_path.parent, self.record)
+        except OSError as exc:
+            log.warning("daemon_runtime_file_failed", folder=str(self.mcp_path.parent), error=str(exc))
+            return
+        self._runtime_written = True
+        log.info("daemon_runtime_file", path=str(path))
+
+    def _remove_runtime_file(self) -> None:
+        """Remove the runtime file while it is this daemon's own (before the sockets go:
+        a successor claims them, and writes its own file, only after)."""
+        if self._runtime_written:
+            self._runtime_written = False
+            remove_own(self.mcp_path.parent, self.record)
+
+    def _refusal(self, error: str) -> bytes:
+        return _notice("assern/refused", {"error": error, "build": self.build, "protocol": PROTOCOL})
 
     async def _signals(self) -> None:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -244,26 +284,28 @@ class DaemonHost:
             if first is None:
                 return
             try:
-                params = read_hello(first)
+                params = read_hello(first, daemon_build=self.build)
             except BadHello as exc:
                 log.warning("daemon_hello_refused", error=str(exc))
-                await self._say(stream, _notice("assern/refused", {"error": str(exc)}))
+                await self._say(stream, self._refusal(str(exc)))
                 return
             load = loader(params, self.assern_home)
             try:
                 config = await trio.to_thread.run_sync(load)
             except ConfigError as exc:
                 log.warning("daemon_config_refused", cwd=params["cwd"], error=str(exc))
-                await self._say(stream, _notice("assern/refused", {"error": f"configuration error\n{exc}"}))
+                await self._say(stream, self._refusal(f"configuration error\n{exc}"))
                 return
             profile = params["profile"] or None
             problem = config.settings.profile_problem(profile)
             if problem is not None:
-                await self._say(stream, _notice("assern/refused", {"error": problem}))
+                await self._say(stream, self._refusal(problem))
                 return
             view = await self._view_for(config, load)
             nothing = no_servers_line(config)
             welcome = {
+                "build": self.build,
+                "protocol": PROTOCOL,
                 "view": view.label,
                 "project": config.project,
                 "warnings": [*config.warnings, *config.trust.lines()],
@@ -272,6 +314,13 @@ class DaemonHost:
             }
             if not await self._say(stream, _notice("assern/welcome", welcome)):
                 return
+            if params["build"] != self.build:
+                log.warning(
+                    "daemon_build_differs",
+                    daemon_build=self.build,
+                    client_build=params["build"],
+                    cwd=params["cwd"],
+                )
             await self._serve_session(view, params, Replay(rest, stream, eof=False), stream, profile)
 
     async def _first_line(self, stream: trio.SocketStream) -> tuple[bytes | None, bytes]:
@@ -288,7 +337,7 @@ class DaemonHost:
                 buffer += chunk
                 if len(buffer) > MAX_HELLO and b"\n" not in buffer:
                     too_long = f"the hello line exceeded {MAX_HELLO} bytes"
-                    await self._say(stream, _notice("assern/refused", {"error": too_long}))
+                    await self._say(stream, self._refusal(too_long))
                     return None, b""
             line, _, rest = buffer.partition(b"\n")
             return line, rest
@@ -526,11 +575,15 @@ class DaemonHost:
 
     def hello(self) -> dict[str, Any]:
         return {
-            "protocol": PROTOCOL_VERSION,
+            "protocol": PROTOCOL_VERSION,  # this control socket's, as every instance's hello
+            "socket_protocol": PROTOCOL,  # the MCP socket's (its hello), as the runtime file's
+            "socket_protocols": list(PROTOCOLS),
             "pid": os.getpid(),
             "slot": "daemon",
             "workstation": True,
             "version": __version__,
+            "build": self.build,
+            "cookie": self.record.cookie,
             "started_at": self.started_at,
             "views": self._view_docs(),
         }
@@ -573,6 +626,8 @@ class DaemonHost:
             "daemon": {
                 "pid": os.getpid(),
                 "version": __version__,
+                "build": self.build,
+                "protocol": PROTOCOL,
                 "started_at": round(self.started_at, 3),
                 "uptime_s": round(now - self.started_at, 1),
                 "started_by": self.started_by,

@@ -1,4 +1,5 @@
-"""What a new user types first: --version, --help, and `assern demo` from a pipe."""
+"""What a new user types first: --version (with the build id), --help, and `assern demo`
+from a pipe."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from harness import AssernEnv, assern_command
 from instances import assernctl_command
 
 from assern.actors.identity import __version__
+from assern.app.daemon.identity import build_id
 
 pytestmark = pytest.mark.e2e
 
@@ -26,11 +28,12 @@ def run(
     )
 
 
-def test_both_commands_say_their_version(assern_env: AssernEnv) -> None:
+def test_both_commands_say_their_version_and_build(assern_env: AssernEnv) -> None:
+    build = build_id(None)
     for command, name in ((assern_command(), "assern"), (assernctl_command(), "assernctl")):
         done = run([command, "--version"], assern_env)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == f"{name} {__version__}"
+        assert done.stdout.strip() == f"{name} {__version__} (build {build})"
 
 
 def test_the_version_is_written_once() -> None:

@@ -157,10 +157,13 @@ def talk(path: Path, line: bytes) -> bytes:
     [
         (b"not json\n", "the first line is not JSON"),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize"}\n', "starts with an assern/hello"),
-        (b'{"jsonrpc": "2.0", "method": "assern/hello", "params": {"version": 99}}\n', "version 99"),
+        (
+            b'{"jsonrpc": "2.0", "method": "assern/hello", "params": {"protocol": 99, "build": "9.9.9+x"}}\n',
+            "this assern (build 9.9.9+x, protocol 99) cannot join the running daemon",
+        ),
         (
             b'{"jsonrpc": "2.0", "method": "assern/hello", '
-            b'"params": {"version": 1, "cwd": "rel", "env": {}}}\n',
+            b'"params": {"protocol": 2, "build": "b", "cwd": "rel", "env": {}}}\n',
             "cwd must be an absolute path",
         ),
     ],

@@ -26,6 +26,7 @@ def config(*names: str, files: tuple[Path, ...] = (HOME / "config.toml",), **cha
 def facts(**changes: Any) -> Facts:
     base = Facts(
         version="1.2.0",
+        build="1.2.0+3f9a1c2b4d5e",
         uid=UID,
         cwd=Path("/home/me/work"),
         assern_home=HOME,

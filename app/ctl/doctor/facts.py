@@ -14,6 +14,7 @@ import attrs
 
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.ctl.clients.survey import Survey
+from assern.app.daemon.runtime_file import NotVerified, Verified
 
 PathKind = Literal["missing", "folder", "file", "socket", "link", "other", "unreadable"]
 
@@ -137,7 +138,8 @@ class Facts:
     """Everything the checks read.
 
     Attributes:
-        version: The installed assern's version (today's build identity).
+        version: The installed assern's version.
+        build: The installed assern's build id (app/daemon/identity.py).
         uid: Our user id.
         own_group: Our primary group when it is ours alone (a user private group: named
             after us, no other member), whose permission bits give nobody else access.
@@ -158,6 +160,8 @@ class Facts:
         candidates: The slot names this configuration's instance may have (every slot
             when the configuration does not resolve).
         instance: The running instance of this configuration, if one answered.
+        runtime: The workstation daemon's runtime file, checked against the daemon that
+            answers beside it; None when there is no socket folder.
         matches: How many running instances match this configuration (more than one:
             doctor cannot tell which one serves it).
         launchers: Each stdio server's command, looked up.
@@ -167,6 +171,7 @@ class Facts:
     """
 
     version: str
+    build: str
     uid: int
     own_group: int | None = None
     flags: tuple[str, ...] = ()
@@ -184,6 +189,7 @@ class Facts:
     slots: tuple[SlotFact, ...] = ()
     candidates: tuple[str, ...] = ()
     instance: InstanceFact | None = None
+    runtime: Verified | NotVerified | None = None
     matches: int = 0
     launchers: tuple[Launcher, ...] = ()
     http: HttpFact | None = None

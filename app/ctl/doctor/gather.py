@@ -38,6 +38,7 @@ from assern.app.ctl.doctor.facts import (
     SlotFact,
 )
 from assern.app.daemon.hello import DAEMON_SLOT
+from assern.app.daemon.runtime_file import NotVerified, Verified, verify
 from assern.app.instance import (
     InstanceError,
     Slot,
@@ -48,7 +49,7 @@ from assern.app.instance import (
     slot_names,
     socket_directory,
 )
-from assern.app.running import environ, loader
+from assern.app.running import environ, loader, this_build
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -270,6 +271,7 @@ class Running:
     slots: tuple[SlotFact, ...] = ()
     candidates: tuple[str, ...] = ()
     instance: InstanceFact | None = None
+    runtime: Verified | NotVerified | None = None
     matches: int = 0
 
 
@@ -294,9 +296,11 @@ def running(
         candidates = [slot.name for slot in slots_of] + [DAEMON_SLOT]
     else:
         candidates = names
+    daemon = next((slot.hello for slot in slots if slot.name == DAEMON_SLOT), None)
     return Running(
         slots=slots,
         candidates=tuple(candidates),
+        runtime=verify(directory, lambda _slot: daemon),
         instance=instance_fact(same[0]) if len(same) == 1 else None,
         matches=len(same),
     )
@@ -341,6 +345,7 @@ def gather(*, config_path: Path | None, project: str | None, server: str | None)
         http = http_fact(config.listen.http, tls=config.listen.tls)
     return Facts(
         version=__version__,
+        build=this_build(keep=False),  # doctor changes nothing
         uid=os.getuid(),
         own_group=own_group(),
         flags=flags,
@@ -358,6 +363,7 @@ def gather(*, config_path: Path | None, project: str | None, server: str | None)
         slots=found.slots,
         candidates=found.candidates,
         instance=found.instance,
+        runtime=found.runtime,
         matches=found.matches,
         launchers=tuple(
             launcher(spec, found.instance, env.get("PATH"))

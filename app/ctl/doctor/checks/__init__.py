@@ -28,6 +28,7 @@ from assern.app.ctl.doctor.checks.instance import (
     backend_no_tools,
     daemon_answers,
     daemon_build,
+    daemon_runtime,
     http_port,
 )
 from assern.app.ctl.doctor.checks.trust import trust_untrusted
@@ -45,6 +46,7 @@ CHECKS: tuple[Check, ...] = (
     run_private,
     daemon_answers,
     daemon_build,
+    daemon_runtime,
     backend_failed,
     backend_crash_loop,
     backend_no_tools,

@@ -1,5 +1,6 @@
-"""The running instance's checks: it answers, it is the installed build, its backends are
-up and serve tools, and the HTTP port is free or its own."""
+"""The running instance's checks: it answers, it is the installed build, the daemon's
+runtime file stands for it, its backends are up and serve tools, and the HTTP port is
+free or its own."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from assern.actors.backend.status import doctor_id
 from assern.app.ctl.doctor.finding import Finding, fail, ok, warn
+from assern.app.daemon.hello import DAEMON_SLOT
+from assern.app.daemon.runtime_file import Verified
 
 if TYPE_CHECKING:
     from assern.app.ctl.doctor.facts import Facts
 
 ANSWERS = "daemon.answers"
 BUILD = "daemon.build"
+RUNTIME = "daemon.runtime"
 FAILED = "backend.failed"
 CRASH_LOOP = "backend.crash_loop"
 NO_TOOLS = "backend.no_tools"
@@ -22,13 +26,19 @@ HTTP = "http.port"
 
 
 def running_build(hello: Mapping[str, Any]) -> str:
-    """What build an instance says it is: today its version (a build id comes later)."""
-    return str(hello.get("version", "unknown"))
+    """What build an instance says it is: its build id (the workstation daemon), else its
+    version (an instance of one configuration says no build)."""
+    return str(hello.get("build") or hello.get("version", "unknown"))
 
 
-def same_build(hello: Mapping[str, Any], installed: str) -> bool:
+def installed_build(hello: Mapping[str, Any], facts: Facts) -> str:
+    """The installed build, said as the instance that said `hello` says its own."""
+    return facts.build if hello.get("build") else facts.version
+
+
+def same_build(hello: Mapping[str, Any], facts: Facts) -> bool:
     """Whether the instance that said `hello` runs the installed build."""
-    return running_build(hello) == installed
+    return running_build(hello) == installed_build(hello, facts)
 
 
 def daemon_answers(facts: Facts) -> list[Finding]:
@@ -71,13 +81,34 @@ def daemon_build(facts: Facts) -> list[Finding]:
     if instance is None:
         return []
     theirs = running_build(instance.hello)
-    if same_build(instance.hello, facts.version):
+    if same_build(instance.hello, facts):
         return [ok(BUILD, f"the instance runs the installed build ({theirs})")]
     summary = (
-        f"the instance (pid {instance.pid}) runs assern {theirs}, the installed one is {facts.version}: "
-        "its clients get the old code until it stops"
+        f"the instance (pid {instance.pid}) runs assern {theirs}, the installed one is "
+        f"{installed_build(instance.hello, facts)}: its clients get the old code until it stops"
     )
     return [warn(BUILD, summary, facts.command("shutdown"))]
+
+
+def daemon_runtime(facts: Facts) -> list[Finding]:
+    """`daemon.runtime`: the workstation daemon's runtime file stands for the daemon that
+    answers beside it; none is left from a daemon that is gone."""
+    found = facts.runtime
+    if isinstance(found, Verified):
+        record = found.record
+        return [
+            ok(RUNTIME, f"{found.path} names the running daemon (pid {record.pid}, build {record.build})")
+        ]
+    if found is None:
+        return []
+    if found.found:
+        summary = f"{found.reason}; it never passes for the daemon (the next daemon rewrites it)"
+        return [warn(RUNTIME, summary, f"rm -f {shlex.quote(str(found.path))}")]
+    daemon = next((slot.hello for slot in facts.slots if slot.name == DAEMON_SLOT and slot.hello), None)
+    if daemon is None:
+        return []
+    summary = f"the daemon (pid {daemon.get('pid')}) answers but wrote no runtime file ({found.path})"
+    return [warn(RUNTIME, summary, "assernctl logs --grep daemon_runtime_file")]
 
 
 def _backends(facts: Facts) -> list[Mapping[str, Any]] | None:

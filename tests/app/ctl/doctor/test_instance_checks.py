@@ -13,11 +13,13 @@ from assern.app.ctl.doctor.checks.instance import (
     backend_no_tools,
     daemon_answers,
     daemon_build,
+    daemon_runtime,
     http_port,
     same_build,
 )
 from assern.app.ctl.doctor.facts import HttpFact, SlotFact
 from assern.app.ctl.doctor.finding import Finding, Status
+from assern.app.daemon.runtime_file import DaemonRecord, NotVerified, Verified
 
 
 def test_a_running_instance_that_answers_is_ok() -> None:
@@ -84,10 +86,14 @@ def test_without_sharing_or_a_socket_folder_there_is_nothing_to_ask() -> None:
     assert daemon_answers(facts(run_dir=None, run_dir_error="too long")) == []
 
 
-def test_the_build_is_the_version_compared_in_one_function() -> None:
-    assert same_build({"version": "1.2.0"}, "1.2.0")
-    assert not same_build({"version": "1.1.0"}, "1.2.0")
-    assert not same_build({}, "1.2.0")
+def test_the_build_is_compared_in_one_function() -> None:
+    """The daemon says its build id; an instance of one configuration only its version."""
+    here = facts()
+    assert same_build({"version": "1.2.0"}, here)
+    assert not same_build({"version": "1.1.0"}, here)
+    assert not same_build({}, here)
+    assert same_build({"version": "1.2.0", "build": "1.2.0+3f9a1c2b4d5e"}, here)
+    assert not same_build({"version": "1.2.0", "build": "1.2.0+000000000000"}, here)
     assert lines(daemon_build(facts(instance=instance()))) == [
         ("ok", "daemon.build", "the instance runs the installed build (1.2.0)")
     ]
@@ -96,6 +102,63 @@ def test_the_build_is_the_version_compared_in_one_function() -> None:
     assert old[0].summary.startswith("the instance (pid 4242) runs assern 1.1.0, the installed one is 1.2.0")
     assert old[0].fix == "assernctl shutdown"
     assert daemon_build(facts()) == []
+
+
+def test_a_daemon_of_another_build_of_the_same_version_is_not_the_installed_one() -> None:
+    daemon = instance(hello={"pid": 4242, "version": "1.2.0", "build": "1.2.0+000000000000"})
+    found = daemon_build(facts(instance=daemon))
+    assert lines(found) == [
+        (
+            "warn",
+            "daemon.build",
+            "the instance (pid 4242) runs assern 1.2.0+000000000000, the installed one is "
+            "1.2.0+3f9a1c2b4d5e: its clients get the old code until it stops",
+        )
+    ]
+
+
+RUNTIME_FILE = RUN / "daemon.json"
+RECORD = DaemonRecord(pid=4242, started_at=1.0, build="1.2.0+3f9a1c2b4d5e", protocol=2, cookie="c")
+DAEMON_SLOT = SlotFact(name="daemon", control=RUN / "daemon.ctl", liveness="live", hello={"pid": 4242})
+
+
+def test_the_runtime_file_of_the_running_daemon_is_ok() -> None:
+    found = daemon_runtime(facts(runtime=Verified(RUNTIME_FILE, RECORD, {"pid": 4242})))
+    assert lines(found) == [
+        (
+            "ok",
+            "daemon.runtime",
+            f"{RUNTIME_FILE} names the running daemon (pid 4242, build 1.2.0+3f9a1c2b4d5e)",
+        )
+    ]
+
+
+def test_a_stale_runtime_file_is_a_warning_with_its_removal() -> None:
+    stale = NotVerified(RUNTIME_FILE, f"{RUNTIME_FILE} is stale: pid 4242 no longer runs")
+    found = daemon_runtime(facts(runtime=stale))
+    assert found == [
+        Finding(
+            "daemon.runtime",
+            Status.WARN,
+            f"{RUNTIME_FILE} is stale: pid 4242 no longer runs; it never passes for the daemon "
+            "(the next daemon rewrites it)",
+            f"rm -f {RUNTIME_FILE}",
+        )
+    ]
+
+
+def test_no_runtime_file_matters_only_when_a_daemon_answers() -> None:
+    none = NotVerified(RUNTIME_FILE, "there is no runtime file", found=False)
+    assert daemon_runtime(facts(runtime=none)) == []
+    assert daemon_runtime(facts()) == []
+    found = daemon_runtime(facts(runtime=none, slots=(DAEMON_SLOT,)))
+    assert lines(found) == [
+        (
+            "warn",
+            "daemon.runtime",
+            f"the daemon (pid 4242) answers but wrote no runtime file ({RUNTIME_FILE})",
+        )
+    ]
 
 
 def test_healthy_backends_give_one_ok_line_per_check() -> None:

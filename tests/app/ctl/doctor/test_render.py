@@ -77,5 +77,5 @@ def test_the_checks_run_in_registry_order_over_one_set_of_facts() -> None:
         "trust.untrusted",  # the contributed checks after (no clients surveyed in these facts)
     ]
     names = [check.__name__ for check in CHECKS]
-    assert len(names) == len(set(names)) == 12
+    assert len(names) == len(set(names)) == 13
     assert run_checks(facts(), checks=()) == []
