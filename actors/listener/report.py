@@ -7,12 +7,13 @@ part of `assernctl status --json`'s documented, stable output (docs/operations.m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
     from assern.actors.backend.handle import BackendHandle
     from assern.actors.config.spec import ResolvedConfig
@@ -58,6 +59,7 @@ class ClientView:
         profile: The profile serving it, or None for the settings' view.
         exposure: How its tools are listed ("all" or "search").
         list_tokens: About how many tokens its tools/list answer takes.
+        roots: What it reported of its roots (`ClientRoots.document`, roots.py).
     """
 
     id: str
@@ -67,6 +69,7 @@ class ClientView:
     profile: str | None = None
     exposure: str = "all"
     list_tokens: int = 0
+    roots: Mapping[str, Any] | None = None
 
 
 def _round(value: float | None, digits: int = 1) -> float | None:
@@ -149,6 +152,7 @@ def instance_report(
                 "profile": client.profile,
                 "exposure": client.exposure,
                 "list_tokens": client.list_tokens,
+                "roots": dict(client.roots) if client.roots is not None else None,
             }
             for client in clients
         ],

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from assern.actors.backend.status import doctor_id
 from assern.actors.listener.context_index import progress_line
+from assern.actors.listener.roots import root_folder
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 
 if TYPE_CHECKING:
@@ -46,13 +47,36 @@ def _short(text: str | None, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def roots_words(roots: Mapping[str, Any] | None) -> str | None:
+    """What a session's client reported of its roots, in words (None: it offers none)."""
+    if not roots or not roots.get("supported"):
+        return None
+    if roots.get("error"):
+        return f"roots unknown ({roots['error']})"
+    listed = roots.get("roots")
+    if listed is None:
+        return "roots asked"
+    if not listed:
+        return "roots none"
+    return "roots " + ", ".join(str(root_folder(uri) or uri) for uri in listed)
+
+
 def client_line(client: Mapping[str, Any]) -> str:
-    """One connected client: its id, name, profile and what its tool list costs."""
+    """One connected client: its id, name, profile, what its tool list costs, its roots."""
     facts = [client["name"]] if client.get("name") else []
     facts.append(f"profile {client['profile']}" if client.get("profile") else "no profile")
     facts.append(f"{client.get('exposure', 'all')} exposure")
     facts.append(f"tools/list ~{client.get('list_tokens', 0)} tokens")
+    roots = roots_words(client.get("roots"))
+    if roots is not None:
+        facts.append(roots)
     return f"{client['id']}: {', '.join(facts)}"
+
+
+def roots_warning(entry: Mapping[str, Any]) -> str | None:
+    """`! ID: WARNING` when a session's folder is outside its client's roots."""
+    warning = (entry.get("roots") or {}).get("warning")
+    return f"! {entry['id']}: {warning}" if warning else None
 
 
 def context_line(index: Mapping[str, Any], *, running: bool) -> str:
@@ -86,9 +110,11 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     lines.append(f"  config   {', '.join(doc.get('config_files') or []) or '(no file)'}")
     clients = doc.get("clients") or []
     lines.append(f"  clients  {len(clients)}")
-    lines += [f"    {client_line(c)}" for c in clients]
-    for line in (doc.get("trust") or {}).get("lines") or ():
-        lines.append(f"  ! {line}")
+    for client in clients:
+        lines.append(f"    {client_line(client)}")
+        if (warning := roots_warning(client)) is not None:
+            lines.append(f"    {warning}")
+    lines.extend(f"  ! {line}" for line in (doc.get("trust") or {}).get("lines") or ())
     if doc.get("reload_error"):
         lines.append("  ! the last reload failed; the configuration before it stays in force:")
         lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]
@@ -160,6 +186,11 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
             for s in sessions
         ]
         lines += ["    " + line for line in table(rows, ["SESSION", "CLIENT", "PROJECT", "FOLDER", "SINCE"])]
+        for session in sessions:
+            if (roots := roots_words(session.get("roots"))) is not None:
+                lines.append(f"    {session['id']}: {roots}")
+            if (warning := roots_warning(session)) is not None:
+                lines.append(f"    {warning}")
     views = doc.get("views") or []
     lines.append(f"  views    {len(views)} (one per configuration in use)")
     for view in views:

@@ -27,7 +27,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +45,8 @@ from assern.actors.listener.actor import contained, refusal_for
 from assern.actors.listener.control import ControlPlane, answer, web_reply
 from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
+from assern.actors.listener.roots import config_folder
+from assern.actors.listener.session import ClientConnection
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credentials
 from assern.actors.listener.stats import RECENT
 from assern.actors.listener.unix_socket import UnixListener, refuse
@@ -63,6 +64,9 @@ from assern.supervisor.mailbox import call, open_mailbox
 
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Callable
+
+    from assern.actors.listener.roots import SessionFolder
 
 log = structlog.get_logger()
 
@@ -91,7 +95,7 @@ class View:
         return fingerprint(self.tree.config.value)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True, eq=False)
 class Session:
     """One connected client, for status."""
 
@@ -100,7 +104,25 @@ class Session:
     project: str | None
     cwd: str
     connected_at: float
-    client: Callable[[], tuple[str | None, str | None]]
+    #: its connection in the view's listener, once it is served
+    connection: ClientConnection | None = None
+
+    def opened(self, connection: ClientConnection) -> None:
+        self.connection = connection
+
+    def document(self, now: float) -> dict[str, Any]:
+        """The session's entry in the daemon's status."""
+        connection = self.connection
+        return {
+            "id": self.id,
+            "client": connection.client_name if connection is not None else None,
+            "client_version": connection.client_version if connection is not None else None,
+            "project": self.project,
+            "view": self.view,
+            "cwd": self.cwd,
+            "connected_s": round(now - self.connected_at, 1),
+            "roots": connection.roots.document() if connection is not None else None,
+        }
 
 
 def view_label(config: ResolvedConfig, digest: str) -> str:
@@ -272,7 +294,9 @@ class DaemonHost:
             }
             if not await self._say(stream, _notice("assern/welcome", welcome)):
                 return
-            await self._serve_session(view, params, Replay(rest, stream, eof=False), stream, profile)
+            await self._serve_session(
+                view, params, Replay(rest, stream, eof=False), stream, profile, config_folder(config)
+            )
 
     async def _first_line(self, stream: trio.SocketStream) -> tuple[bytes | None, bytes]:
         """The connection's first line and the bytes read past it (None: none came)."""
@@ -310,32 +334,30 @@ class DaemonHost:
         receive: trio.abc.ReceiveStream,
         send: trio.abc.SendStream,
         profile: str | None,
+        folder: SessionFolder | None,
     ) -> None:
         self._session_ids += 1
         session_id = f"session-{self._session_ids}"
         listener = view.tree.listener
-        before = set(listener.connections)
-
-        def client() -> tuple[str | None, str | None]:
-            """The client's name and version, as its initialize gave them."""
-            for key in set(listener.connections) - before:
-                connection = listener.connections[key]
-                return connection.client_name, connection.client_version
-            return None, None
-
-        self.sessions[session_id] = Session(
+        session = self.sessions[session_id] = Session(
             id=session_id,
             view=view.label,
             project=view.tree.config.value.project,
             cwd=params["cwd"],
             connected_at=time.time(),
-            client=client,
         )
         view.sessions += 1
         view.idle_since = None
         log.info("daemon_session", session=session_id, view=view.label, cwd=params["cwd"])
         try:
-            await listener.serve_connection("socket", receive, send, profile=profile)
+            await listener.serve_connection(
+                "socket",
+                receive,
+                send,
+                profile=profile,
+                folder=folder,
+                opened=session.opened,
+            )
         finally:
             del self.sessions[session_id]
             view.sessions -= 1
@@ -530,20 +552,7 @@ class DaemonHost:
     def status(self) -> dict[str, Any]:
         """The daemon's whole status: itself, every session, view and shared backend."""
         now = time.time()
-        sessions = []
-        for session in self.sessions.values():
-            name, version = session.client()
-            sessions.append(
-                {
-                    "id": session.id,
-                    "client": name,
-                    "client_version": version,
-                    "project": session.project,
-                    "view": session.view,
-                    "cwd": session.cwd,
-                    "connected_s": round(now - session.connected_at, 1),
-                }
-            )
+        sessions = [session.document(now) for session in self.sessions.values()]
         backends = []
         for shared in self.pool.shared():
             status = shared.handle.status

@@ -114,6 +114,7 @@ def test_the_status_document_has_every_documented_field() -> None:
                 profile="agents",
                 exposure="search",
                 list_tokens=412,
+                roots={"supported": True, "roots": ["file:///w"], "error": None, "warning": None},
             )
         ],
         reload_error=None,
@@ -132,6 +133,7 @@ def test_the_status_document_has_every_documented_field() -> None:
             "profile": "agents",
             "exposure": "search",
             "list_tokens": 412,
+            "roots": {"supported": True, "roots": ["file:///w"], "error": None, "warning": None},
         }
     ]
     first, second = doc["backends"]

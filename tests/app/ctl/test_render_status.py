@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assern.app.ctl.render import render_status
+from assern.app.ctl.render import render_daemon, render_status
 
 
 def status(*backends: dict[str, Any]) -> dict[str, Any]:
@@ -45,3 +45,41 @@ def test_each_backend_with_a_problem_has_a_doctor_line() -> None:
         "  loop: doctor: backend.crash_loop, see `assernctl doctor --server loop`",
         "  empty: doctor: backend.no_tools, see `assernctl doctor --server empty`",
     ]
+
+
+def roots(*uris: str, warning: str | None = None, error: str | None = None) -> dict[str, Any]:
+    listed = list(uris) if uris or error is None else None
+    return {"supported": True, "roots": listed, "error": error, "warning": warning}
+
+
+def test_a_clients_roots_and_their_disagreement_are_shown() -> None:
+    warning = (
+        "working folder /w is outside the client's roots /x: this session is served the configuration of /w"
+    )
+    clients = [
+        {"id": "socket-1", "name": "code", "roots": roots("file:///x", warning=warning)},
+        {"id": "socket-2", "name": "cli", "roots": {"supported": False, "roots": None}},
+        {"id": "socket-3", "name": "slow", "roots": roots(error="no answer to roots/list within 5 s")},
+    ]
+    lines = render_status({**status(backend("fine", "ready")), "clients": clients})
+    assert "    socket-1: code, no profile, all exposure, tools/list ~0 tokens, roots /x" in lines
+    assert f"    ! socket-1: {warning}" in lines
+    assert "    socket-2: cli, no profile, all exposure, tools/list ~0 tokens" in lines
+    assert any(line.endswith("roots unknown (no answer to roots/list within 5 s)") for line in lines)
+
+
+def test_the_daemons_sessions_show_their_roots() -> None:
+    warning = (
+        "project root /a is outside the client's roots /b: this session is served the configuration of /a"
+    )
+    doc = {
+        "daemon": {"pid": 1, "version": "1", "uptime_s": 5, "sockets": {"mcp": "/run/daemon.sock"}},
+        "sessions": [
+            {"id": "session-1", "client": "code", "cwd": "/a", "roots": roots("file:///b", warning=warning)},
+            {"id": "session-2", "client": "cli", "cwd": "/a", "roots": roots()},
+        ],
+    }
+    lines = render_daemon(doc)
+    assert "    session-1: roots /b" in lines
+    assert f"    ! session-1: {warning}" in lines
+    assert "    session-2: roots none" in lines

@@ -1,0 +1,97 @@
+"""What the workstation daemon's status tells of its sessions and backends, against real
+processes: the roots each client reports (checked against its folder), and when each
+backend was last busy or went dormant."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+import trio
+from harness import AssernEnv, server_table
+from instances import Session, ctl, ctl_json, events, reap, serve_in, text_of, workstation
+
+pytestmark = pytest.mark.e2e
+__all__ = ["reap"]  # the fixture: kills what a failing test left running
+
+
+class Roots:
+    """A client's roots, which the test changes under it."""
+
+    def __init__(self, *folders: Path) -> None:
+        self.folders = list(folders)
+
+    async def __call__(self, context: Any) -> types.ListRootsResult:
+        listed = [types.Root.model_validate({"uri": folder.as_uri()}) for folder in self.folders]
+        return types.ListRootsResult(roots=listed)
+
+
+async def sessions(env: AssernEnv, cwd: Path) -> dict[str, dict[str, Any]]:
+    doc = await ctl_json(env, "status", cwd=cwd)
+    return {s["cwd"]: s for s in doc["workstation"]["sessions"]}
+
+
+async def test_each_sessions_roots_are_shown_and_checked_against_its_folder(assern_env: AssernEnv) -> None:
+    inside, outside = assern_env.work / "inside", assern_env.work / "outside"
+    elsewhere = assern_env.work / "elsewhere"
+    for folder in (inside, outside, elsewhere):
+        folder.mkdir()
+    (assern_env.assern_home / "config.toml").write_text(server_table("alpha"))
+    roots_in, roots_out = Roots(assern_env.work), Roots(elsewhere)
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            in_session = Session(serve_in(assern_env, inside), list_roots_callback=roots_in)
+            out_session = Session(serve_in(assern_env, outside), list_roots_callback=roots_out)
+            await nursery.start(in_session.run)
+            client = await nursery.start(out_session.run)
+
+            async def reported() -> dict[str, dict[str, Any]] | None:
+                found = await sessions(assern_env, inside)
+                done = all(s["roots"] and s["roots"]["roots"] is not None for s in found.values())
+                return found if len(found) == 2 and done else None
+
+            found = await wait_until_async(reported)
+            assert found[str(inside)]["roots"] == {
+                "supported": True,
+                "roots": [assern_env.work.as_uri()],
+                "error": None,
+                "warning": None,
+            }
+            warning = (
+                f"working folder {outside} is outside the client's roots {elsewhere}: "
+                f"this session is served the configuration of {outside}"
+            )
+            assert found[str(outside)]["roots"]["warning"] == warning
+            readable = (await ctl(assern_env, "status", cwd=inside)).stdout.decode()
+            assert f"! {found[str(outside)]['id']}: {warning}" in readable
+            assert f"roots {assern_env.work}" in readable
+
+            # The backend's own roots/list still reaches its calling client.
+            assert text_of(await client.call_tool("alpha_ask_roots", {})) == elsewhere.as_uri()
+
+            # The client's roots change: it says so, is asked again, and now agrees.
+            roots_out.folders = [outside]
+            await client.send_roots_list_changed()
+
+            async def agreed() -> bool:
+                found = await sessions(assern_env, inside)
+                return bool(found[str(outside)]["roots"]["roots"] == [outside.as_uri()])
+
+            await wait_until_async(agreed)
+            found = await sessions(assern_env, inside)
+            assert found[str(outside)]["roots"]["warning"] is None
+            in_session.leave()
+            out_session.leave()
+    disagreed = events(assern_env, "session_roots_disagree")
+    assert len(disagreed) == 1
+    assert disagreed[0]["folder"] == str(outside)
+
+
+async def wait_until_async(check: Any, limit: float = 20.0) -> Any:
+    """Poll an async check until it returns something true (bounded)."""
+    with trio.fail_after(limit):
+        while not (found := await check()):  # noqa: ASYNC110 - another process: nothing to wait on
+            await trio.sleep(0.1)
+        return found
