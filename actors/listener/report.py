@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from assern.actors.backend.status import dormant_since
+
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
@@ -105,6 +107,8 @@ def backend_report(handle: BackendHandle, stats: CallStats, *, now: float, clock
         "prompts": status.prompts,
         "in_flight": status.in_flight,
         "calls_total": status.calls_total,
+        "idle_since": _round(status.idle_since, 3),
+        "dormant_since": _round(dormant_since(status), 3),
         "latency_ms": {"median": stats.median(handle.name), "samples": stats.samples(handle.name)},
         "stderr_tail": list(status.stderr_tail[-STDERR_LINES:]),
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from assern.actors.backend.status import doctor_id
@@ -34,6 +35,25 @@ def duration(seconds: float | None) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
+
+
+def clock_time(epoch: float, now: float) -> str:
+    """A moment as the local clock shows it: `12:03` today, with its date when older."""
+    shape = "%H:%M" if now - epoch < 86400 else "%Y-%m-%d %H:%M"
+    return time.strftime(shape, time.localtime(epoch))
+
+
+def activity(backend: Mapping[str, Any], now: float) -> str:
+    """What a backend did last, in words: "dormant since 12:03", "busy", "idle 4m02s"."""
+    asleep = backend.get("dormant_since")
+    if backend.get("state") == "dormant" and asleep is not None:
+        return f"dormant since {clock_time(asleep, now)}"
+    if backend.get("in_flight"):
+        return "busy"
+    idle = backend.get("idle_since")
+    if idle is not None and backend.get("state") == "ready":
+        return f"idle {duration(max(0.0, now - idle))}"
+    return "-"
 
 
 def _cell(value: Any) -> str:
@@ -122,10 +142,12 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     if not backends:
         lines.append(f"  no servers are configured (doctor: {NO_SERVERS}): see `assernctl doctor`")
         return lines
+    now = time.time()
     rows = [
         [
             b["name"],
             b["state"],
+            activity(b, now),
             _cell(b.get("pid")),
             duration(b.get("uptime_s")),
             str(b.get("restarts", 0)),
@@ -140,8 +162,8 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
         ]
         for b in backends
     ]
-    headers = ["SERVER", "STATE", "PID", "UPTIME", "RESTARTS", "TOOLS", "RES", "PROMPTS", "TRANSPORT"]
-    headers += ["IN FLIGHT", "CALLS", "MEDIAN MS"]
+    headers = ["SERVER", "STATE", "ACTIVITY", "PID", "UPTIME", "RESTARTS", "TOOLS", "RES", "PROMPTS"]
+    headers += ["TRANSPORT", "IN FLIGHT", "CALLS", "MEDIAN MS"]
     lines.append("")
     lines += ["  " + line for line in table(rows, [*headers, "LAST EXIT / ERROR"])]
     for b in backends:
@@ -198,11 +220,13 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
         lines.append(f"    {view['label']}: {view.get('sessions', 0)} session(s); servers {servers}")
     backends = doc.get("backends") or []
     if backends:
+        now = time.time()
         rows = [
             [
                 b["name"],
                 b["key"],
                 b["state"],
+                activity(b, now),
                 _cell(b.get("pid")),
                 ", ".join(sorted(b.get("views") or {})) or "-",
                 str(b.get("sessions", 0)),
@@ -211,7 +235,7 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
             ]
             for b in backends
         ]
-        headers = ["BACKEND", "KEY", "STATE", "PID", "VIEWS", "SESSIONS", "TOOLS", "LAST ERROR"]
+        headers = ["BACKEND", "KEY", "STATE", "ACTIVITY", "PID", "VIEWS", "SESSIONS", "TOOLS", "LAST ERROR"]
         lines.append("")
         lines += ["  " + line for line in table(rows, headers)]
     return lines

@@ -36,6 +36,7 @@ import trio
 
 from assern.actors.backend.pool import BackendPool, short_key
 from assern.actors.backend.saved_catalog import CatalogStore, catalog_folder
+from assern.actors.backend.status import dormant_since
 from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
@@ -144,6 +145,10 @@ def loader(params: dict[str, Any], assern_home: Path) -> Callable[[], ResolvedCo
         )
 
     return load
+
+
+def _epoch(seconds: float | None) -> float | None:
+    return round(seconds, 3) if seconds is not None else None
 
 
 def _notice(method: str, params: dict[str, Any]) -> bytes:
@@ -561,6 +566,10 @@ class DaemonHost:
                     "name": shared.name,
                     "key": short_key(shared.key),
                     "state": status.state.value,
+                    "state_since": round(status.state_since, 3),
+                    "idle_since": _epoch(status.idle_since),
+                    "dormant_since": _epoch(dormant_since(status)),
+                    "in_flight": status.in_flight,
                     "pid": status.pid,
                     "views": dict(shared.users),
                     "sessions": sum(v.sessions for v in self.views.values() if v.label in shared.users),

@@ -4,6 +4,7 @@ backend was last busy or went dormant."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import mcp_types as types
 import pytest
 import trio
 from harness import AssernEnv, server_table
-from instances import Session, ctl, ctl_json, events, reap, serve_in, text_of, workstation
+from instances import Session, ctl, ctl_json, events, reap, serve_in, text_of, wait_until, workstation
 
 pytestmark = pytest.mark.e2e
 __all__ = ["reap"]  # the fixture: kills what a failing test left running
@@ -95,3 +96,51 @@ async def wait_until_async(check: Any, limit: float = 20.0) -> Any:
         while not (found := await check()):  # noqa: ASYNC110 - another process: nothing to wait on
             await trio.sleep(0.1)
         return found
+
+
+async def test_status_says_since_when_each_backend_is_idle_or_dormant_and_the_log_says_why(
+    assern_env: AssernEnv,
+) -> None:
+    folder = assern_env.work / "app"
+    folder.mkdir()
+    (assern_env.assern_home / "config.toml").write_text(
+        "[settings]\nidle_timeout = 1\n\n"
+        + server_table("alpha")
+        + server_table("browser")
+        + "keep_alive = true\n"
+    )
+    with trio.fail_after(90):
+        async with workstation(assern_env), trio.open_nursery() as nursery:
+            session = Session(serve_in(assern_env, folder))
+            client = await nursery.start(session.run)
+            before = time.time()
+            assert text_of(await client.call_tool("alpha_echo", {"text": "once"})) == "once"
+            assert text_of(await client.call_tool("browser_echo", {"text": "once"})) == "once"
+            await wait_until(lambda: events(assern_env, "backend_sleep", server="alpha"), limit=20)
+
+            async def settled() -> dict[str, dict[str, Any]] | None:
+                doc = await ctl_json(assern_env, "status", cwd=folder)
+                shared = {b["name"]: b for b in doc["workstation"]["backends"]}
+                return shared if shared["alpha"]["state"] == "dormant" else None
+
+            shared = await wait_until_async(settled)
+            alpha, browser = shared["alpha"], shared["browser"]
+            assert before <= alpha["idle_since"] <= alpha["dormant_since"] <= time.time()
+            assert browser["state"] == "ready"
+            assert browser["dormant_since"] is None
+            assert before <= browser["idle_since"] <= time.time()
+            readable = (await ctl(assern_env, "status", cwd=folder)).stdout.decode()
+            assert "dormant since " in readable
+            assert "idle " in readable
+            # The view's own status says the same of its backends.
+            view = {b["name"]: b for b in (await ctl_json(assern_env, "status", cwd=folder))["backends"]}
+            assert view["alpha"]["dormant_since"] == alpha["dormant_since"]
+            session.leave()
+    [idle] = events(assern_env, "backend_idle", server="alpha")
+    assert idle["idle_timeout_s"] == 1
+    assert idle["idle_s"] >= 1
+    assert idle["calls_total"] >= 1
+    [sleep] = events(assern_env, "backend_sleep", server="alpha")
+    assert sleep["reason"] == "idle_timeout"
+    assert len(sleep["views"]) == 1
+    assert sleep["idle_s"] >= 1

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from assern.app.ctl.render import render_daemon, render_status
+import pytest
+
+from assern.app.ctl.render import activity, render_daemon, render_status
 
 
 def status(*backends: dict[str, Any]) -> dict[str, Any]:
@@ -83,3 +86,50 @@ def test_the_daemons_sessions_show_their_roots() -> None:
     assert "    session-1: roots /b" in lines
     assert f"    ! session-1: {warning}" in lines
     assert "    session-2: roots none" in lines
+
+
+NOW = 1767323045.0
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"state": "ready", "idle_since": NOW - 242, "in_flight": 0}, "idle 4m02s"),
+        ({"state": "ready", "idle_since": None, "in_flight": 2}, "busy"),
+        ({"state": "starting", "idle_since": NOW - 10}, "-"),
+        ({"state": "lazy"}, "-"),
+    ],
+)
+def test_what_a_backend_did_last_is_said_in_words(fields: dict[str, Any], words: str) -> None:
+    assert activity(fields, NOW) == words
+
+
+def test_a_dormant_backend_says_since_when_by_the_clock() -> None:
+    asleep = NOW - 600
+    today = time.strftime("%H:%M", time.localtime(asleep))
+    assert activity({"state": "dormant", "dormant_since": asleep, "idle_since": asleep - 600}, NOW) == (
+        f"dormant since {today}"
+    )
+    long_ago = NOW - 3 * 86400
+    dated = time.strftime("%Y-%m-%d %H:%M", time.localtime(long_ago))
+    assert activity({"state": "dormant", "dormant_since": long_ago}, NOW) == f"dormant since {dated}"
+
+
+def test_the_activity_is_a_column_of_both_backend_tables() -> None:
+    idle = backend("fine", "ready", idle_since=time.time() - 5, in_flight=0)
+    lines = render_status(status(idle))
+    header = next(line for line in lines if line.strip().startswith("SERVER"))
+    assert header.split()[:3] == ["SERVER", "STATE", "ACTIVITY"]
+    row = next(line for line in lines if line.strip().startswith("fine"))
+    assert row.split()[2] == "idle"
+    doc = {
+        "daemon": {"pid": 1, "version": "1", "uptime_s": 5, "sockets": {"mcp": "/run/daemon.sock"}},
+        "backends": [
+            {"name": "gh", "key": "3f9a0c1b", "state": "dormant", "dormant_since": time.time() - 60}
+        ],
+    }
+    lines = render_daemon(doc)
+    header = next(line for line in lines if line.strip().startswith("BACKEND"))
+    assert header.split()[:4] == ["BACKEND", "KEY", "STATE", "ACTIVITY"]
+    row = next(line for line in lines if line.strip().startswith("gh"))
+    assert row.split()[3:5] == ["dormant", "since"]
