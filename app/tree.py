@@ -32,7 +32,7 @@ from assern.actors.listener.actor import BackendNote, ListenerActor, SocketServi
 from assern.actors.listener.control import ControlPlane, status_document
 from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
-from assern.actors.listener.roots import config_folder
+from assern.actors.listener.roots_check import config_folder
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
 from assern.actors.router.actor import RouterActor, RouterMsg

@@ -43,7 +43,7 @@ from assern.supervisor.trionics import main_error
 if TYPE_CHECKING:
     from assern.actors.listener.handshake import RequestId, StdioDoor
     from assern.actors.listener.http.server import HttpListen
-    from assern.actors.listener.roots import SessionFolder
+    from assern.actors.listener.roots_check import SessionFolder
 
 log = structlog.get_logger()
 

@@ -23,7 +23,7 @@ from assern.actors.backend.messages import BackendUnavailable
 from assern.actors.config.spec import Profile
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.handshake import SERVER_NAME
-from assern.actors.listener.roots import SessionFolder
+from assern.actors.listener.roots_check import SessionFolder
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews

@@ -22,26 +22,22 @@ folder outside every root the client reports is a warning on that session (and o
 `session_roots_disagree` log line per disagreement). A client that reports no roots at
 all names no folder: nothing is checked.
 
-`parse_roots`, `root_folder` and `disagreement` are pure.
+`parse_roots` is pure, and so is the check (roots_check.py, which status rendering
+imports without the protocol models).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlsplit
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
-import attrs
 import mcp_types as types
 import structlog
 import trio
 from pydantic import ValidationError
 
 from assern.actors.jsonrpc.errors import RpcError
-
-if TYPE_CHECKING:
-    from assern.actors.config.spec import ResolvedConfig
+from assern.actors.listener.roots_check import SessionFolder, disagreement
 
 log = structlog.get_logger()
 
@@ -50,29 +46,6 @@ ROOTS_TIMEOUT = 5.0
 
 #: How a connection sends its client a request (`ServerSession.ask`).
 Ask = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
-
-
-@attrs.frozen(kw_only=True)
-class SessionFolder:
-    """The folder a session's configuration was resolved for.
-
-    Attributes:
-        path: An absolute folder.
-        kind: What it is: "project root" (the folder holding `.assern/`) or
-            "working folder" (where the client started, when no `.assern/` is above it).
-    """
-
-    path: str
-    kind: str = "working folder"
-
-
-def config_folder(config: ResolvedConfig) -> SessionFolder | None:
-    """The folder `config` was resolved for: its project root, else its working folder."""
-    if config.local_root is not None:
-        return SessionFolder(path=str(config.local_root), kind="project root")
-    if config.cwd is not None:
-        return SessionFolder(path=str(config.cwd), kind="working folder")
-    return None
 
 
 def parse_roots(result: Any) -> tuple[str, ...]:
@@ -88,36 +61,6 @@ def parse_roots(result: Any) -> tuple[str, ...]:
         where = ".".join(str(part) for part in first.get("loc", ()))
         raise ValueError(f"{where}: {first['msg']}" if where else str(first["msg"])) from None
     return tuple(str(root.uri) for root in parsed.roots)
-
-
-def root_folder(uri: str) -> PurePosixPath | None:
-    """The local folder a root URI names (`file:///home/me/x`), None for any other URI."""
-    parts = urlsplit(uri)
-    if parts.scheme != "file" or parts.netloc not in ("", "localhost"):
-        return None
-    path = unquote(parts.path)
-    return PurePosixPath(path) if path.startswith("/") else None
-
-
-def _inside(folder: PurePosixPath, root: PurePosixPath) -> bool:
-    return folder == root or root in folder.parents
-
-
-def disagreement(folder: SessionFolder, roots: Sequence[str]) -> str | None:
-    """The warning for a session whose folder is outside every root, None when it is not.
-
-    A client that reports no roots names no folder: there is nothing to disagree with.
-    """
-    if not roots:
-        return None
-    path = PurePosixPath(folder.path)
-    if any((root := root_folder(uri)) is not None and _inside(path, root) for uri in roots):
-        return None
-    shown = ", ".join(str(root_folder(uri) or uri) for uri in roots)
-    return (
-        f"{folder.kind} {folder.path} is outside the client's roots {shown}: "
-        f"this session is served the configuration of {folder.path}"
-    )
 
 
 class ClientRoots:

@@ -70,7 +70,7 @@ from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
     from assern.actors.listener.modern import ModernServer
-    from assern.actors.listener.roots import SessionFolder
+    from assern.actors.listener.roots_check import SessionFolder
     from assern.supervisor.io.reader import LineReader
 
 __all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]

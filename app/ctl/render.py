@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from assern.actors.backend.status import doctor_id
 from assern.actors.listener.context_index import progress_line
-from assern.actors.listener.roots import root_folder
+from assern.actors.listener.roots_check import root_folder
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 
 if TYPE_CHECKING:

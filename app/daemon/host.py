@@ -46,7 +46,7 @@ from assern.actors.listener.actor import contained, refusal_for
 from assern.actors.listener.control import ControlPlane, answer, web_reply
 from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
-from assern.actors.listener.roots import config_folder
+from assern.actors.listener.roots_check import config_folder
 from assern.actors.listener.session import ClientConnection
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credentials
 from assern.actors.listener.stats import RECENT
@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Callable
 
-    from assern.actors.listener.roots import SessionFolder
+    from assern.actors.listener.roots_check import SessionFolder
 
 log = structlog.get_logger()
 

@@ -1,6 +1,6 @@
 """The roots a client reports: asked after `initialized`, kept per connection, checked.
 
-The pure parts (parsing, the folder check) directly; the asking on a virtual clock
+The pure parts (parsing, and the folder check of roots_check.py) directly; the asking on a virtual clock
 (the timeout holds nothing); and over a real connection with raw JSON lines: nothing
 the client asked for waits on our question, and a backend's own `roots/list` still
 reaches the calling client without mixing with ours.
@@ -21,15 +21,8 @@ from fake_backend import Wire, setup
 
 from assern.actors.config.spec import ResolvedConfig, Settings
 from assern.actors.jsonrpc.errors import RpcError
-from assern.actors.listener.roots import (
-    ROOTS_TIMEOUT,
-    ClientRoots,
-    SessionFolder,
-    config_folder,
-    disagreement,
-    parse_roots,
-    root_folder,
-)
+from assern.actors.listener.roots import ROOTS_TIMEOUT, ClientRoots, parse_roots
+from assern.actors.listener.roots_check import SessionFolder, config_folder, disagreement, root_folder
 from assern.actors.listener.session import ClientConnection
 
 LIMIT = 30  # a guard against a hung test, never an assertion about speed
