@@ -20,9 +20,10 @@ an `assern daemon` started first; with `--mode instance` it runs an isolated ins
    answer to one `tools/call` of `echo` ("own start and call"). Odd rounds do this
    first, before 2, so the machine's drift hits both alike.
 
-Prints the median of each over the rounds, and the medians of the per-round differences
-`dormant first call - own start` and `dormant first call - own start and call`, with the
-load average before and after.
+Prints the median of each over the rounds, the median of assern's own timing of each
+wake's start (`backend_ready`'s `duration_ms`: from its spawn to its listing), and the
+medians of the per-round differences `dormant first call - own start` and `dormant
+first call - own start and call`, with the load average before and after.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ LABELS = {
     "dormant_first_call": "dormant first call (tools/call through assern that starts the backend)",
     "warm_call": f"warm call (tools/call through assern to the running backend, median of {WARM_CALLS})",
 }
+#: what the log tells of each round (assern's `backend_ready`: from its spawn to its listing)
+LOGGED = {"assern_start": "the backend's start as assern timed it (backend_ready: spawn to listed)"}
 
 
 def assern() -> str:
@@ -161,6 +164,9 @@ async def measure(home: Path, work: Path, env: dict[str, str], rounds: int) -> d
                 initialized, called = await own_start(own)
             runs["own_start"].append(initialized)
             runs["own_start_and_call"].append(called)
+    # assern's own measure of each wake's start (spawn to listed), the warm-up's left out
+    starts = [event["duration_ms"] / 1000 for event in log_events(log, "backend_ready")[1:]]
+    runs["assern_start"] = starts[:rounds]
     return runs
 
 
@@ -227,6 +233,11 @@ def main() -> None:
             "max_ms": ms(max(found)),
         }
         print(f"{label}: median {figures['median_ms']} ms (min {figures['min_ms']}, max {figures['max_ms']})")
+    for key, label in LOGGED.items():
+        found = runs[key]
+        if found:
+            report[key] = {"median_ms": ms(statistics.median(found))}
+            print(f"{label}: median {report[key]['median_ms']} ms")
     for own in ("own_start", "own_start_and_call"):
         differences = [d - o for d, o in zip(runs["dormant_first_call"], runs[own], strict=True)]
         key = f"dormant_first_call_minus_{own}"

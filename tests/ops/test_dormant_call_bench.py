@@ -28,7 +28,7 @@ def test_one_round_prints_the_first_call_next_to_the_backends_own_start(tmp_path
     assert done.returncode == 0, done.stderr
     figures = json.loads(out.read_text())
     assert (figures["mode"], figures["rounds"]) == (mode, 1)
-    for key in ("own_start", "own_start_and_call", "dormant_first_call", "warm_call"):
+    for key in ("own_start", "own_start_and_call", "dormant_first_call", "warm_call", "assern_start"):
         assert figures[key]["median_ms"] > 0, key
     assert "median_ms" in figures["dormant_first_call_minus_own_start"]
     assert "dormant first call - own start: median" in done.stdout
