@@ -1,6 +1,6 @@
-"""What the workstation daemon's status tells of its sessions and backends, against real
-processes: the roots each client reports (checked against its folder), and when each
-backend was last busy or went dormant."""
+"""What status tells of sessions and backends, against real processes (the workstation
+daemon, and a standalone instance): the roots each client reports, checked against its
+folder, and when each backend was last busy or went dormant."""
 
 from __future__ import annotations
 
@@ -144,3 +144,30 @@ async def test_status_says_since_when_each_backend_is_idle_or_dormant_and_the_lo
     assert sleep["reason"] == "idle_timeout"
     assert len(sleep["views"]) == 1
     assert sleep["idle_s"] >= 1
+
+
+async def test_a_standalone_instances_clients_show_their_roots(assern_env: AssernEnv, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(server_table("alpha"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            session = Session(assern_env.serve(config), list_roots_callback=Roots(elsewhere))
+            await nursery.start(session.run)
+
+            async def reported() -> dict[str, Any] | None:
+                doc = await ctl_json(assern_env, "status", "--config", str(config))
+                [client] = doc["clients"]
+                return client if client["roots"]["roots"] is not None else None
+
+            client = await wait_until_async(reported)
+            assert client["roots"]["roots"] == [elsewhere.as_uri()]
+            assert client["roots"]["warning"] == (
+                f"working folder {assern_env.work} is outside the client's roots {elsewhere}: "
+                f"this session is served the configuration of {assern_env.work}"
+            )
+            readable = (await ctl(assern_env, "status", "--config", str(config))).stdout.decode()
+            assert f"roots {elsewhere}" in readable
+            assert f"! {client['id']}: working folder {assern_env.work} is outside" in readable
+            session.leave()
