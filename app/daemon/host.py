@@ -116,6 +116,8 @@ class Session:
         connection = self.connection
         return {
             "id": self.id,
+            # the connection's id, as the log's `client` field names it
+            "connection": connection.client_id if connection is not None else None,
             "client": connection.client_name if connection is not None else None,
             "client_version": connection.client_version if connection is not None else None,
             "project": self.project,

@@ -60,6 +60,8 @@ async def test_each_sessions_roots_are_shown_and_checked_against_its_folder(asse
                 "error": None,
                 "warning": None,
             }
+            connection = found[str(outside)]["connection"]
+            assert connection.startswith("socket-")
             warning = (
                 f"working folder {outside} is outside the client's roots {elsewhere}: "
                 f"this session is served the configuration of {outside}"
@@ -88,6 +90,7 @@ async def test_each_sessions_roots_are_shown_and_checked_against_its_folder(asse
     disagreed = events(assern_env, "session_roots_disagree")
     assert len(disagreed) == 1
     assert disagreed[0]["folder"] == str(outside)
+    assert disagreed[0]["client"] == connection  # the log names the session's connection
 
 
 async def wait_until_async(check: Any, limit: float = 20.0) -> Any:
