@@ -26,7 +26,7 @@ from assern.actors.listener.roots_check import SessionFolder, config_folder, dis
 from assern.actors.listener.session import ClientConnection
 
 LIMIT = 30  # a guard against a hung test, never an assertion about speed
-PROJECT = SessionFolder(path="/work/app", kind="project root")
+PROJECT = SessionFolder(path="/srv/app", kind="project root")
 
 
 def listed(*uris: str) -> dict[str, Any]:
@@ -37,8 +37,8 @@ def listed(*uris: str) -> dict[str, Any]:
 
 
 def test_roots_are_parsed_from_a_list_roots_result() -> None:
-    result = {"roots": [{"uri": "file:///work/app", "name": "app"}, {"uri": "file:///tmp"}]}
-    assert parse_roots(result) == ("file:///work/app", "file:///tmp")
+    result = {"roots": [{"uri": "file:///srv/app", "name": "app"}, {"uri": "file:///tmp"}]}
+    assert parse_roots(result) == ("file:///srv/app", "file:///tmp")
     assert parse_roots({"roots": []}) == ()
 
 
@@ -59,9 +59,9 @@ def test_a_result_that_is_no_roots_says_what_is_wrong(result: Any, said: str) ->
 @pytest.mark.parametrize(
     ("uri", "folder"),
     [
-        ("file:///work/app", "/work/app"),
-        ("file://localhost/work/my%20app", "/work/my app"),
-        ("file://otherhost/work", None),
+        ("file:///srv/app", "/srv/app"),
+        ("file://localhost/srv/my%20app", "/srv/my app"),
+        ("file://otherhost/srv", None),
         ("https://example.com/repo", None),
         ("file:relative", None),
     ],
@@ -74,9 +74,9 @@ def test_a_root_names_a_local_folder_only_as_a_file_uri(uri: str, folder: str | 
 @pytest.mark.parametrize(
     "roots",
     [
-        ("file:///work/app",),
-        ("file:///work",),
-        ("file:///elsewhere", "file:///work/"),
+        ("file:///srv/app",),
+        ("file:///srv",),
+        ("file:///elsewhere", "file:///srv/"),
         (),  # no roots named: nothing to disagree with
     ],
 )
@@ -85,10 +85,10 @@ def test_a_folder_inside_some_root_agrees(roots: tuple[str, ...]) -> None:
 
 
 def test_a_folder_outside_every_root_is_a_warning_that_says_which_configuration_serves() -> None:
-    roots = ("file:///work/app-old", "file:///home/me/notes", "https://example.com/repo")
+    roots = ("file:///srv/app-old", "file:///home/me/notes", "https://example.com/repo")
     assert disagreement(PROJECT, roots) == (
-        "project root /work/app is outside the client's roots /work/app-old, /home/me/notes, "
-        "https://example.com/repo: this session is served the configuration of /work/app"
+        "project root /srv/app is outside the client's roots /srv/app-old, /home/me/notes, "
+        "https://example.com/repo: this session is served the configuration of /srv/app"
     )
 
 
@@ -179,15 +179,15 @@ async def test_an_error_or_garbage_is_noted_not_fatal(
     assert roots.document()["roots"] is None
     # The next report is taken as usual.
     with trio.fail_after(LIMIT):
-        await asked(roots, Client(listed("file:///work")))
-    assert roots.document() == {"supported": True, "roots": ["file:///work"], "error": None, "warning": None}
+        await asked(roots, Client(listed("file:///srv")))
+    assert roots.document() == {"supported": True, "roots": ["file:///srv"], "error": None, "warning": None}
 
 
 async def test_a_client_that_does_not_offer_roots_is_never_asked(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     roots = ClientRoots(PROJECT)
-    client = Client(listed("file:///work"))
+    client = Client(listed("file:///srv"))
     with trio.fail_after(LIMIT):
         await asked(roots, client)
     assert client.asked == 0
@@ -197,7 +197,7 @@ async def test_a_client_that_does_not_offer_roots_is_never_asked(
 async def test_changes_while_asking_make_one_more_question(autojump_clock: trio.testing.MockClock) -> None:
     roots = ClientRoots(PROJECT)
     roots.declared({"roots": {"listChanged": True}})
-    client = Client(listed("file:///a"), listed("file:///work"))
+    client = Client(listed("file:///a"), listed("file:///srv"))
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
             for _ in range(3):  # reported before the question went out: one question
@@ -207,23 +207,23 @@ async def test_changes_while_asking_make_one_more_question(autojump_clock: trio.
             for _ in range(3):  # three changes reported while it is out: one more
                 roots.refresh(nursery, client.ask)
     assert client.asked == 2
-    assert roots.roots == ("file:///work",)
+    assert roots.roots == ("file:///srv",)
 
 
 async def test_a_disagreement_is_logged_once_until_it_changes(autojump_clock: trio.testing.MockClock) -> None:
     roots = ClientRoots(PROJECT)
     roots.declared({"roots": {"listChanged": True}})
-    reports = [listed("file:///x"), listed("file:///x"), listed("file:///y"), listed("file:///work")]
+    reports = [listed("file:///x"), listed("file:///x"), listed("file:///y"), listed("file:///srv")]
     client = Client(*reports)
     with trio.fail_after(LIMIT), structlog.testing.capture_logs() as logs:
         for _ in reports:
             await asked(roots, client)
             if roots.roots == ("file:///x",):
                 assert roots.warning is not None
-                assert roots.warning.startswith("project root /work/app is outside the client's roots /x:")
+                assert roots.warning.startswith("project root /srv/app is outside the client's roots /x:")
     disagreeing = [entry for entry in logs if entry["event"] == "session_roots_disagree"]
     assert [entry["roots"] for entry in disagreeing] == [["file:///x"], ["file:///y"]]
-    assert disagreeing[0]["folder"] == "/work/app"
+    assert disagreeing[0]["folder"] == "/srv/app"
     assert roots.warning is None
 
 
@@ -274,16 +274,16 @@ async def test_the_client_is_asked_after_initialized_and_nothing_waits_for_its_a
         doc = served.roots.document()
         assert doc["roots"] == ["file:///elsewhere"]
         assert doc["warning"] == (
-            "project root /work/app is outside the client's roots /elsewhere: "
-            "this session is served the configuration of /work/app"
+            "project root /srv/app is outside the client's roots /elsewhere: "
+            "this session is served the configuration of /srv/app"
         )
         # They changed: asked again.
         await wire.notify("notifications/roots/list_changed")
         question = await wire.next()
         assert question["method"] == "roots/list"
-        await wire.send({"jsonrpc": "2.0", "id": question["id"], "result": listed("file:///work")})
+        await wire.send({"jsonrpc": "2.0", "id": question["id"], "result": listed("file:///srv")})
         assert (await wire.ask(3, "ping"))["result"] == {}
-        assert served.roots.document()["roots"] == ["file:///work"]
+        assert served.roots.document()["roots"] == ["file:///srv"]
         assert served.roots.warning is None
 
 
@@ -312,11 +312,11 @@ async def test_a_backends_roots_request_and_ours_do_not_mix() -> None:
         answer = await wire.next()
         assert answer["id"] == 1
         assert answer["result"]["content"][0]["text"] == "file:///for-the-backend"
-        await wire.send({"jsonrpc": "2.0", "id": ours["id"], "result": listed("file:///work/app")})
+        await wire.send({"jsonrpc": "2.0", "id": ours["id"], "result": listed("file:///srv/app")})
         assert (await wire.ask(2, "ping"))["result"] == {}
         assert served.roots.document() == {
             "supported": True,
-            "roots": ["file:///work/app"],
+            "roots": ["file:///srv/app"],
             "error": None,
             "warning": None,
         }
