@@ -32,6 +32,7 @@ from assern.actors.listener.actor import BackendNote, ListenerActor, SocketServi
 from assern.actors.listener.control import ControlPlane, status_document
 from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
+from assern.actors.listener.roots_check import config_folder
 from assern.actors.listener.session import SessionContext
 from assern.actors.listener.stdio import release_stdio
 from assern.actors.router.actor import RouterActor, RouterMsg
@@ -235,6 +236,7 @@ class Tree:
             semantic=self.semantic,
             learning=lambda: self.config.value.settings.search.learn == "on",
             learned=self.learned,
+            folder=lambda: config_folder(self.config.value),
         )
         self.learned_actor = LearnedActor(
             self.learned,

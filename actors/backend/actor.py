@@ -114,7 +114,13 @@ class BackendActor:
     @property
     def status(self) -> BackendStatus:
         """The current snapshot (a new frozen value; the actor keeps replacing its own)."""
-        return attrs.evolve(self._status, in_flight=self.calls.in_flight, calls_total=self.calls.calls_total)
+        in_flight = self.calls.in_flight
+        return attrs.evolve(
+            self._status,
+            in_flight=in_flight,
+            calls_total=self.calls.calls_total,
+            idle_since=None if in_flight else self.calls.idle_since,
+        )
 
     @property
     def state(self) -> BackendState:
@@ -233,6 +239,7 @@ class BackendActor:
                             pid=self._link.process.pid if self._link.process else None,
                             ready_since=time.time(),
                         )
+                        self.calls.idle_since = self._status.ready_since
                         log.info(
                             "backend_ready",
                             pid=self.status.pid,
@@ -260,6 +267,8 @@ class BackendActor:
                 raise self._exit_error(cause) from cause
             finally:
                 self.calls.fast_path = False
+                if self.calls.in_flight:  # cut by the end: nothing runs any more
+                    self.calls.idle_since = time.time()
                 self.calls.in_flight = 0
                 self._on_spawn(spec.name, None)
                 self._set(
@@ -363,9 +372,15 @@ class BackendActor:
         """Ask to be put to sleep after `idle_timeout` s without calls (lazy backends)."""
         while True:
             await trio.sleep_until(self.calls.last_activity + idle_timeout)
-            quiet = trio.current_time() - self.calls.last_activity >= idle_timeout
-            if quiet and self.calls.in_flight == 0:
-                log.info("backend_idle", idle_s=idle_timeout)
+            quiet_s = trio.current_time() - self.calls.last_activity
+            if quiet_s >= idle_timeout and self.calls.in_flight == 0:
+                log.info(
+                    "backend_idle",
+                    idle_s=round(quiet_s, 1),
+                    idle_timeout_s=idle_timeout,
+                    idle_since=self.calls.idle_since,
+                    calls_total=self.calls.calls_total,
+                )
                 self._on_idle(self.spec.name)
                 return
 

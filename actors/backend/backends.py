@@ -8,8 +8,9 @@ that client sessions use to reach a backend's mailbox.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import outcome
@@ -20,7 +21,7 @@ from assern.actors.backend.actor import BackendActor
 from assern.actors.backend.diff import diff_specs
 from assern.actors.backend.handle import BackendHandle
 from assern.actors.backend.messages import BackendRequest, BackendUnavailable
-from assern.actors.backend.status import BackendState, doctor_field
+from assern.actors.backend.status import BackendState, doctor_field, dormant_since
 from assern.actors.config.spec import DesiredSet, ServerSpec
 from assern.actors.router.actor import RouterMsg, poke
 from assern.supervisor.mailbox import open_mailbox, reply_to
@@ -69,8 +70,11 @@ class BackendsActor:
         rng: random.Random | None = None,
         pids: PidRegistry | None = None,
         catalogs: CatalogStore | None = None,
+        log_fields: Callable[[str], Mapping[str, Any]] = lambda server: {},
     ) -> None:
         self.inbox = inbox
+        #: more fields for the log lines of a backend's sleep and wake (the pool's views)
+        self._log_fields = log_fields
         self._catalogs = catalogs
         self._router = router
         self._on_notification = on_notification
@@ -231,12 +235,31 @@ class BackendsActor:
                 continue
             running = name in sup.status() and sup.status()[name].state is not ChildState.STOPPED
             if what == "wake" and not running and handle.state in (BackendState.LAZY, BackendState.DORMANT):
-                log.info("backend_lazy_start", server=name)
+                status = handle.status
+                asleep = dormant_since(status)
+                log.info(
+                    "backend_lazy_start",
+                    server=name,
+                    state=status.state.value,
+                    dormant_s=round(time.time() - asleep, 1) if asleep is not None else None,
+                    reason="a call",
+                    **self._log_fields(name),
+                )
                 if name in sup.status():
                     await sup.terminate_child(name)
                 await sup.start_child(self._child_spec(self._actors[handle.name]))
             elif what == "idle" and running:
-                log.info("backend_sleep", server=name)
+                status = handle.status
+                idle = status.idle_since
+                log.info(
+                    "backend_sleep",
+                    server=name,
+                    reason="idle_timeout",
+                    idle_timeout_s=handle.spec.idle_timeout,
+                    idle_s=round(time.time() - idle, 1) if idle is not None else None,
+                    calls_total=status.calls_total,
+                    **self._log_fields(name),
+                )
                 # First: its listing stays in the catalog.
                 self._actors[handle.name].mark(BackendState.DORMANT)
                 await sup.terminate_child(name)

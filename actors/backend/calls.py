@@ -13,6 +13,7 @@ raw JSON-RPC goes through the process's `Forwarder` instead.
 from __future__ import annotations
 
 import math
+import time
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -106,6 +107,8 @@ class CallDesk:
         self.calls_total = 0
         #: when a call last started or ended (trio time): the ping and idle watchers read it
         self.last_activity = 0.0
+        #: when the backend last had no call left in flight (epoch seconds, for status)
+        self.idle_since: float | None = None
         #: whether tools/call may be spliced (a ready stdio backend on a handshake version)
         self.fast_path = False
         #: the backend's requests waiting on a client's answer (sampling, elicitation,
@@ -179,6 +182,8 @@ class CallDesk:
             return
         self._calls.origins.pop(call.call_id, None)
         self.in_flight = max(0, self.in_flight - 1)
+        if not self.in_flight:
+            self.idle_since = time.time()
         now = self.last_activity = trio.current_time()
         log.info(
             "tool_call_finished",
@@ -309,6 +314,8 @@ class CallDesk:
                 self._calls.origins.pop(call_id, None)
                 self.last_activity = trio.current_time()
                 self.in_flight = max(0, self.in_flight - 1)
+                if not self.in_flight:
+                    self.idle_since = time.time()
             if answer is not None:
                 reply_to(msg.reply, answer)
             if isinstance(msg, CallTool | ForwardCall):

@@ -32,6 +32,7 @@ they do within one configuration.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -127,6 +128,7 @@ class BackendPool:
             settled=settled,
             pids=pids,
             catalogs=catalogs,
+            log_fields=lambda server: {"views": self.users(server)},
         )
         self._ids = itertools.count(1)
         self._views: dict[int, ViewLink] = {}
@@ -188,7 +190,7 @@ class BackendPool:
         if self._closing:
             return
         async with self._lock:
-            await self._apply_union()
+            await self._apply_union(f"view {view.label} stopped")
 
     async def apply(self, view: ViewLink, specs: Mapping[str, ServerSpec]) -> dict[str, BackendHandle]:
         """Make `specs` the view's backends; its directory, under its own names."""
@@ -206,7 +208,7 @@ class BackendPool:
                     log.info("backend_shared", server=pooled, key=short_key(key), view=view.label, name=name)
                 names[name] = pooled
             view.names = names
-            await self._apply_union()
+            await self._apply_union(f"view {view.label} no longer configures it")
             pool = self.directory.value
             return {
                 name: _viewed(pool[pooled], spec, name)
@@ -214,11 +216,25 @@ class BackendPool:
                 if (pooled := names[name]) in pool
             }
 
-    async def _apply_union(self) -> None:
-        """Send the backends supervisor every backend some view uses; wait for its directory."""
+    async def _apply_union(self, why: str) -> None:
+        """Send the backends supervisor every backend some view uses; wait for its directory.
+
+        `why`: what changed, for the log line of each backend no view uses any more.
+        """
         used = {pooled for view in self._views.values() for pooled in view.names.values()}
         for pooled in [n for n in self._specs if n not in used]:
-            log.info("backend_unused", server=pooled, key=short_key(self._keys[pooled]))
+            handle = self.directory.value.get(pooled)
+            status = handle.status if handle is not None else None
+            idle = status.idle_since if status is not None else None
+            log.info(
+                "backend_unused",
+                server=pooled,
+                key=short_key(self._keys[pooled]),
+                reason=why,
+                views=[],
+                state=status.state.value if status is not None else None,
+                idle_s=round(time.time() - idle, 1) if idle is not None else None,
+            )
             del self._specs[pooled], self._keys[pooled]
         desired = dict(self._specs)
         seen = self.directory.version
@@ -240,6 +256,10 @@ class BackendPool:
         await self._send.send(attrs.evolve(msg, server=pooled))
 
     # ------------------------------------------------------------------ status
+
+    def users(self, pooled: str) -> list[str]:
+        """The labels of the views that use the pool's backend `pooled`."""
+        return [view.label for view in self._views.values() if pooled in view.names.values()]
 
     def shared(self) -> list[SharedBackend]:
         """Every backend of the pool with the views that use it (for status)."""

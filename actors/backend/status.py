@@ -18,6 +18,11 @@ class BackendState(enum.Enum):
     STOPPED = "stopped"
 
 
+def dormant_since(status: BackendStatus) -> float | None:
+    """When a dormant backend went dormant (epoch seconds); None when it is not dormant."""
+    return status.state_since if status.state is BackendState.DORMANT else None
+
+
 @attrs.frozen(kw_only=True)
 class BackendStatus:
     server: str
@@ -37,6 +42,9 @@ class BackendStatus:
     prompts: int = 0
     in_flight: int = 0
     calls_total: int = 0
+    #: wall-clock time (epoch seconds) its last call ended, or it became ready when no
+    #: call came since; None while a call is in flight, and before it was ever ready
+    idle_since: float | None = None
     stderr_tail: tuple[str, ...] = ()
 
 

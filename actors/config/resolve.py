@@ -210,6 +210,8 @@ def resolve_config(
             discovered=read.choice.candidates,
         ),
         trust=read.trust,
+        cwd=cwd,
+        local_root=local_root,
     )
 
 

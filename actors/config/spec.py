@@ -329,6 +329,9 @@ class ResolvedConfig:
         listen: The HTTP front (`[listen]`).
         trust: Which folders' own files apply and which wait for `assernctl trust`;
             its `watched` files (the store, the waiting files) reload when they change.
+        cwd: The folder it was resolved from (where the client started), when known.
+        local_root: The nearest folder at or above `cwd` holding `.assern/` (the
+            project root), if any.
     """
 
     settings: Settings
@@ -339,6 +342,8 @@ class ResolvedConfig:
     potential_files: tuple[Path, ...] = ()
     listen: ListenSpec = attrs.field(factory=ListenSpec)
     trust: TrustReport = attrs.field(factory=TrustReport)
+    cwd: Path | None = None
+    local_root: Path | None = None
 
 
 @attrs.frozen(kw_only=True)

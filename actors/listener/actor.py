@@ -43,6 +43,7 @@ from assern.supervisor.trionics import main_error
 if TYPE_CHECKING:
     from assern.actors.listener.handshake import RequestId, StdioDoor
     from assern.actors.listener.http.server import HttpListen
+    from assern.actors.listener.roots_check import SessionFolder
 
 log = structlog.get_logger()
 
@@ -209,6 +210,7 @@ class ListenerActor:
                     profile=connection.profile,
                     exposure=catalog.exposure,
                     list_tokens=estimate_tokens(catalog.tools_json),
+                    roots=connection.roots.document(),
                 )
             )
         return views
@@ -221,15 +223,20 @@ class ListenerActor:
         *,
         answered: RequestId | None = None,
         profile: str | None = None,
+        folder: SessionFolder | None = None,
+        opened: Callable[[ClientConnection], None] = lambda connection: None,
     ) -> None:
         """Serve one client over a byte stream pair until it disconnects.
 
         `answered`: the id of the initialize the front door answered already.
         `profile`: the profile it gets whatever its name (None: matched by its name).
+        `folder`: the folder its configuration was resolved for (None: the listener's).
+        `opened`: sees the connection before it is served.
         """
         client_id = f"{kind}-{next(self._ids)}"
-        connection = ClientConnection(client_id, self.shared, profile=profile)
+        connection = ClientConnection(client_id, self.shared, profile=profile, folder=folder)
         self.connections[client_id] = connection
+        opened(connection)
         try:
             await contained(client_id, connection.serve(receive, send, answered=answered))
         finally:

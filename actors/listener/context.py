@@ -23,6 +23,7 @@ from assern.actors.backend.messages import BackendUnavailable
 from assern.actors.config.spec import Profile
 from assern.actors.jsonrpc.errors import RpcError
 from assern.actors.listener.handshake import SERVER_NAME
+from assern.actors.listener.roots_check import SessionFolder
 from assern.actors.listener.stats import CallStats
 from assern.actors.router.catalog import Catalog
 from assern.actors.router.views import CatalogViews
@@ -82,6 +83,9 @@ class SessionContext:
     searched: trio.Event = attrs.field(factory=trio.Event, eq=False)
     #: whether searches learn from use now (`[settings.search] learn`, read per search)
     learning: Callable[[], bool] = attrs.field(default=lambda: False, eq=False)
+    #: the folder the configuration in effect was resolved for (roots are checked
+    #: against it, roots.py); a daemon gives each session its own instead
+    folder: Callable[[], SessionFolder | None] = attrs.field(default=lambda: None, eq=False)
     #: the use counts searches are re-ranked with (actors/search/learned.py)
     learned: Cell[Learned] = attrs.field(factory=lambda: Cell(NOTHING), eq=False)
     #: the calls of searched tools since the last merge into the use file

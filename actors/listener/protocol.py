@@ -20,7 +20,9 @@ client and other clients rely on it):
   `cacheScope`) that a handshake-era client has no schema for. A handler failing with
   an `RpcError` answers with it; any other exception answers with code 0 and its text
   (the SDK's choice, kept for its clients).
-- Client notifications other than `initialized` and `cancelled` are ignored.
+- Client notifications other than `cancelled` go to `on_notification` (the connection
+  asks a client that offers roots for them on `initialized` and
+  `roots/list_changed`: roots.py); nothing else is done with them.
 - When the client leaves (`close`), requests still running are cancelled and answered
   "Connection closed"; server-to-client requests still waiting fail the same way.
 
@@ -177,6 +179,8 @@ class ServerSession:
         methods: The request methods served besides `initialize` and `ping`.
         greet: What to answer `initialize` with (may wait, see session.py).
         on_initialize: Sees every `initialize` request's raw params (answered or not).
+        on_notification: Sees the method of every client notification but `cancelled`
+            (after `initialized` is recorded); it must not block.
         nursery: Where request handlers run.
         answered: The id of an `initialize` the client has its answer to already.
     """
@@ -188,6 +192,7 @@ class ServerSession:
         *,
         greet: Callable[[], Awaitable[Greeting]],
         on_initialize: Callable[[Mapping[str, Any]], None] = lambda params: None,
+        on_notification: Callable[[str], None] = lambda method: None,
         nursery: trio.Nursery,
         answered: RequestId | None = None,
     ) -> None:
@@ -195,6 +200,7 @@ class ServerSession:
         self._methods: dict[str, Method] = {"ping": Method(types.RequestParams, _ping), **methods}
         self._greet = greet
         self._on_initialize = on_initialize
+        self._on_notification = on_notification
         self._nursery = nursery
         self._answered = answered
         self._running: dict[RequestId, _Running] = {}
@@ -234,10 +240,10 @@ class ServerSession:
                 if running is not None:
                     running.withdrawn = True
                     running.scope.cancel()
-        elif method == "notifications/initialized":
-            self.initialized = True
         else:
-            log.debug("notification_ignored", method=method)
+            if method == "notifications/initialized":
+                self.initialized = True
+            self._on_notification(method)
 
     async def _initialize(self, request_id: RequestId, params: Mapping[str, Any] | None) -> None:
         self._on_initialize(params or {})

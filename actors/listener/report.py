@@ -7,12 +7,15 @@ part of `assernctl status --json`'s documented, stable output (docs/operations.m
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from assern.actors.backend.status import dormant_since
+
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
     from assern.actors.backend.handle import BackendHandle
     from assern.actors.config.spec import ResolvedConfig
@@ -58,6 +61,7 @@ class ClientView:
         profile: The profile serving it, or None for the settings' view.
         exposure: How its tools are listed ("all" or "search").
         list_tokens: About how many tokens its tools/list answer takes.
+        roots: What it reported of its roots (`ClientRoots.document`, roots.py).
     """
 
     id: str
@@ -67,6 +71,7 @@ class ClientView:
     profile: str | None = None
     exposure: str = "all"
     list_tokens: int = 0
+    roots: Mapping[str, Any] | None = None
 
 
 def _round(value: float | None, digits: int = 1) -> float | None:
@@ -102,6 +107,8 @@ def backend_report(handle: BackendHandle, stats: CallStats, *, now: float, clock
         "prompts": status.prompts,
         "in_flight": status.in_flight,
         "calls_total": status.calls_total,
+        "idle_since": _round(status.idle_since, 3),
+        "dormant_since": _round(dormant_since(status), 3),
         "latency_ms": {"median": stats.median(handle.name), "samples": stats.samples(handle.name)},
         "stderr_tail": list(status.stderr_tail[-STDERR_LINES:]),
     }
@@ -149,6 +156,7 @@ def instance_report(
                 "profile": client.profile,
                 "exposure": client.exposure,
                 "list_tokens": client.list_tokens,
+                "roots": dict(client.roots) if client.roots is not None else None,
             }
             for client in clients
         ],

@@ -63,12 +63,14 @@ from assern.actors.listener.protocol import (
     opens_modern,
 )
 from assern.actors.listener.raw_lane import RawLane
+from assern.actors.listener.roots import ClientRoots
 from assern.actors.listener.routing import Routing
 from assern.actors.router.views import choose_profile
 from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
     from assern.actors.listener.modern import ModernServer
+    from assern.actors.listener.roots_check import SessionFolder
     from assern.supervisor.io.reader import LineReader
 
 __all__ = ["UNAVAILABLE", "ClientConnection", "Directory", "SessionContext", "to_rpc_error"]
@@ -77,6 +79,8 @@ log = structlog.get_logger()
 
 #: Messages before a connection's first request kept for its session (as the SDK keeps them).
 LEAD_LIMIT = 8
+#: The client notifications after which a client that offers roots is asked for them.
+ROOTS_ASKED_ON = ("notifications/initialized", "notifications/roots/list_changed")
 #: How long the tasks of a connection whose client left may take to finish.
 CLOSE_GRACE = 2.0
 
@@ -90,7 +94,14 @@ Incoming = tuple[Any, types.JSONRPCMessage]
 class ClientConnection:
     """The per-client state: its id, its session, its subscriptions and calls in flight."""
 
-    def __init__(self, client_id: str, shared: SessionContext, *, profile: str | None = None) -> None:
+    def __init__(
+        self,
+        client_id: str,
+        shared: SessionContext,
+        *,
+        profile: str | None = None,
+        folder: SessionFolder | None = None,
+    ) -> None:
         self.client_id = client_id
         self.shared = shared
         #: the handshake-era session, while serving one
@@ -110,6 +121,8 @@ class ClientConnection:
         #: given (`assern serve --profile`) rather than matched by the client's name
         self.profile: str | None = None
         self._profile_given = False
+        #: the roots its client reports, checked against the folder of its configuration
+        self.roots = ClientRoots(folder if folder is not None else shared.folder())
         if profile is not None:
             self.use_profile(profile, given=True)
         self._seen_version = self.routing.cell.version
@@ -202,6 +215,7 @@ class ClientConnection:
                 self.methods(),
                 greet=self._greet,
                 on_initialize=self._record_client,
+                on_notification=self._client_notified,
                 nursery=self._nursery,
                 answered=answered,
             )
@@ -286,12 +300,21 @@ class ClientConnection:
         capabilities = params.get("capabilities")
         if isinstance(capabilities, Mapping):
             self.routing.elicits = "elicitation" in capabilities
+        self.roots.declared(capabilities)
         info = params.get("clientInfo")
         if isinstance(info, Mapping) and isinstance(info.get("name"), str):
             self.client_name = info["name"]
             version = info.get("version")
             self.client_version = version if isinstance(version, str) else None
             self._match_profile()
+
+    def _client_notified(self, method: str) -> None:
+        """A client notification: an initialized client that offers roots is asked for
+        them now and whenever it says they changed (roots.py)."""
+        protocol = self._initialized()
+        if method not in ROOTS_ASKED_ON or protocol is None or self._nursery is None:
+            return
+        self.roots.refresh(self._nursery, protocol.ask)
 
     def _match_profile(self) -> None:
         """Serve the client the first profile whose `match` takes its name (unless one

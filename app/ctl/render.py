@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from assern.actors.backend.status import doctor_id
 from assern.actors.listener.context_index import progress_line
+from assern.actors.listener.roots_check import root_folder
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 
 if TYPE_CHECKING:
@@ -35,6 +37,25 @@ def duration(seconds: float | None) -> str:
     return f"{secs}s"
 
 
+def clock_time(epoch: float, now: float) -> str:
+    """A moment as the local clock shows it: `12:03` today, with its date when older."""
+    shape = "%H:%M" if now - epoch < 86400 else "%Y-%m-%d %H:%M"
+    return time.strftime(shape, time.localtime(epoch))
+
+
+def activity(backend: Mapping[str, Any], now: float) -> str:
+    """What a backend did last, in words: "dormant since 12:03", "busy", "idle 4m02s"."""
+    asleep = backend.get("dormant_since")
+    if backend.get("state") == "dormant" and asleep is not None:
+        return f"dormant since {clock_time(asleep, now)}"
+    if backend.get("in_flight"):
+        return "busy"
+    idle = backend.get("idle_since")
+    if idle is not None and backend.get("state") == "ready":
+        return f"idle {duration(max(0.0, now - idle))}"
+    return "-"
+
+
 def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
@@ -46,13 +67,36 @@ def _short(text: str | None, width: int = 60) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def roots_words(roots: Mapping[str, Any] | None) -> str | None:
+    """What a session's client reported of its roots, in words (None: it offers none)."""
+    if not roots or not roots.get("supported"):
+        return None
+    if roots.get("error"):
+        return f"roots unknown ({roots['error']})"
+    listed = roots.get("roots")
+    if listed is None:
+        return "roots asked"
+    if not listed:
+        return "roots none"
+    return "roots " + ", ".join(str(root_folder(uri) or uri) for uri in listed)
+
+
 def client_line(client: Mapping[str, Any]) -> str:
-    """One connected client: its id, name, profile and what its tool list costs."""
+    """One connected client: its id, name, profile, what its tool list costs, its roots."""
     facts = [client["name"]] if client.get("name") else []
     facts.append(f"profile {client['profile']}" if client.get("profile") else "no profile")
     facts.append(f"{client.get('exposure', 'all')} exposure")
     facts.append(f"tools/list ~{client.get('list_tokens', 0)} tokens")
+    roots = roots_words(client.get("roots"))
+    if roots is not None:
+        facts.append(roots)
     return f"{client['id']}: {', '.join(facts)}"
+
+
+def roots_warning(entry: Mapping[str, Any]) -> str | None:
+    """`! ID: WARNING` when a session's folder is outside its client's roots."""
+    warning = (entry.get("roots") or {}).get("warning")
+    return f"! {entry['id']}: {warning}" if warning else None
 
 
 def context_line(index: Mapping[str, Any], *, running: bool) -> str:
@@ -86,9 +130,11 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     lines.append(f"  config   {', '.join(doc.get('config_files') or []) or '(no file)'}")
     clients = doc.get("clients") or []
     lines.append(f"  clients  {len(clients)}")
-    lines += [f"    {client_line(c)}" for c in clients]
-    for line in (doc.get("trust") or {}).get("lines") or ():
-        lines.append(f"  ! {line}")
+    for client in clients:
+        lines.append(f"    {client_line(client)}")
+        if (warning := roots_warning(client)) is not None:
+            lines.append(f"    {warning}")
+    lines.extend(f"  ! {line}" for line in (doc.get("trust") or {}).get("lines") or ())
     if doc.get("reload_error"):
         lines.append("  ! the last reload failed; the configuration before it stays in force:")
         lines += [f"    {line}" for line in str(doc["reload_error"]).splitlines()]
@@ -96,10 +142,12 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
     if not backends:
         lines.append(f"  no servers are configured (doctor: {NO_SERVERS}): see `assernctl doctor`")
         return lines
+    now = time.time()
     rows = [
         [
             b["name"],
             b["state"],
+            activity(b, now),
             _cell(b.get("pid")),
             duration(b.get("uptime_s")),
             str(b.get("restarts", 0)),
@@ -114,8 +162,8 @@ def render_status(doc: Mapping[str, Any]) -> list[str]:
         ]
         for b in backends
     ]
-    headers = ["SERVER", "STATE", "PID", "UPTIME", "RESTARTS", "TOOLS", "RES", "PROMPTS", "TRANSPORT"]
-    headers += ["IN FLIGHT", "CALLS", "MEDIAN MS"]
+    headers = ["SERVER", "STATE", "ACTIVITY", "PID", "UPTIME", "RESTARTS", "TOOLS", "RES", "PROMPTS"]
+    headers += ["TRANSPORT", "IN FLIGHT", "CALLS", "MEDIAN MS"]
     lines.append("")
     lines += ["  " + line for line in table(rows, [*headers, "LAST EXIT / ERROR"])]
     for b in backends:
@@ -180,6 +228,11 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
             for s in sessions
         ]
         lines += ["    " + line for line in table(rows, ["SESSION", "CLIENT", "PROJECT", "FOLDER", "SINCE"])]
+        for session in sessions:
+            if (roots := roots_words(session.get("roots"))) is not None:
+                lines.append(f"    {session['id']}: {roots}")
+            if (warning := roots_warning(session)) is not None:
+                lines.append(f"    {warning}")
     views = doc.get("views") or []
     lines.append(f"  views    {len(views)} (one per configuration in use)")
     for view in views:
@@ -187,11 +240,13 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
         lines.append(f"    {view['label']}: {view.get('sessions', 0)} session(s); servers {servers}")
     backends = doc.get("backends") or []
     if backends:
+        now = time.time()
         rows = [
             [
                 b["name"],
                 b["key"],
                 b["state"],
+                activity(b, now),
                 _cell(b.get("pid")),
                 ", ".join(sorted(b.get("views") or {})) or "-",
                 str(b.get("sessions", 0)),
@@ -200,7 +255,7 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
             ]
             for b in backends
         ]
-        headers = ["BACKEND", "KEY", "STATE", "PID", "VIEWS", "SESSIONS", "TOOLS", "LAST ERROR"]
+        headers = ["BACKEND", "KEY", "STATE", "ACTIVITY", "PID", "VIEWS", "SESSIONS", "TOOLS", "LAST ERROR"]
         lines.append("")
         lines += ["  " + line for line in table(rows, headers)]
     return lines

@@ -33,7 +33,6 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ import trio
 
 from assern.actors.backend.pool import BackendPool, short_key
 from assern.actors.backend.saved_catalog import CatalogStore, catalog_folder
+from assern.actors.backend.status import dormant_since
 from assern.actors.config.resolve import resolve_config
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.actors.identity import __version__
@@ -52,6 +52,8 @@ from assern.actors.listener.actor import contained, refusal_for
 from assern.actors.listener.control import ControlPlane, answer, web_reply
 from assern.actors.listener.page.actor import OpenPage, PageActor, PageAddress
 from assern.actors.listener.report import InstanceInfo
+from assern.actors.listener.roots_check import config_folder
+from assern.actors.listener.session import ClientConnection
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credentials
 from assern.actors.listener.stats import RECENT
 from assern.actors.listener.unix_socket import UnixListener, refuse
@@ -70,6 +72,9 @@ from assern.supervisor.mailbox import call, open_mailbox
 
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Callable
+
+    from assern.actors.listener.roots_check import SessionFolder
 
 log = structlog.get_logger()
 
@@ -98,7 +103,7 @@ class View:
         return fingerprint(self.tree.config.value)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.define(kw_only=True, eq=False)
 class Session:
     """One connected client, for status."""
 
@@ -107,7 +112,27 @@ class Session:
     project: str | None
     cwd: str
     connected_at: float
-    client: Callable[[], tuple[str | None, str | None]]
+    #: its connection in the view's listener, once it is served
+    connection: ClientConnection | None = None
+
+    def opened(self, connection: ClientConnection) -> None:
+        self.connection = connection
+
+    def document(self, now: float) -> dict[str, Any]:
+        """The session's entry in the daemon's status."""
+        connection = self.connection
+        return {
+            "id": self.id,
+            # the connection's id, as the log's `client` field names it
+            "connection": connection.client_id if connection is not None else None,
+            "client": connection.client_name if connection is not None else None,
+            "client_version": connection.client_version if connection is not None else None,
+            "project": self.project,
+            "view": self.view,
+            "cwd": self.cwd,
+            "connected_s": round(now - self.connected_at, 1),
+            "roots": connection.roots.document() if connection is not None else None,
+        }
 
 
 def view_label(config: ResolvedConfig, digest: str) -> str:
@@ -129,6 +154,10 @@ def loader(params: dict[str, Any], assern_home: Path) -> Callable[[], ResolvedCo
         )
 
     return load
+
+
+def _epoch(seconds: float | None) -> float | None:
+    return round(seconds, 3) if seconds is not None else None
 
 
 def _notice(method: str, params: dict[str, Any]) -> bytes:
@@ -321,7 +350,9 @@ class DaemonHost:
                     client_build=params["build"],
                     cwd=params["cwd"],
                 )
-            await self._serve_session(view, params, Replay(rest, stream, eof=False), stream, profile)
+            await self._serve_session(
+                view, params, Replay(rest, stream, eof=False), stream, profile, config_folder(config)
+            )
 
     async def _first_line(self, stream: trio.SocketStream) -> tuple[bytes | None, bytes]:
         """The connection's first line and the bytes read past it (None: none came)."""
@@ -359,32 +390,30 @@ class DaemonHost:
         receive: trio.abc.ReceiveStream,
         send: trio.abc.SendStream,
         profile: str | None,
+        folder: SessionFolder | None,
     ) -> None:
         self._session_ids += 1
         session_id = f"session-{self._session_ids}"
         listener = view.tree.listener
-        before = set(listener.connections)
-
-        def client() -> tuple[str | None, str | None]:
-            """The client's name and version, as its initialize gave them."""
-            for key in set(listener.connections) - before:
-                connection = listener.connections[key]
-                return connection.client_name, connection.client_version
-            return None, None
-
-        self.sessions[session_id] = Session(
+        session = self.sessions[session_id] = Session(
             id=session_id,
             view=view.label,
             project=view.tree.config.value.project,
             cwd=params["cwd"],
             connected_at=time.time(),
-            client=client,
         )
         view.sessions += 1
         view.idle_since = None
         log.info("daemon_session", session=session_id, view=view.label, cwd=params["cwd"])
         try:
-            await listener.serve_connection("socket", receive, send, profile=profile)
+            await listener.serve_connection(
+                "socket",
+                receive,
+                send,
+                profile=profile,
+                folder=folder,
+                opened=session.opened,
+            )
         finally:
             del self.sessions[session_id]
             view.sessions -= 1
@@ -591,20 +620,7 @@ class DaemonHost:
     def status(self) -> dict[str, Any]:
         """The daemon's whole status: itself, every session, view and shared backend."""
         now = time.time()
-        sessions = []
-        for session in self.sessions.values():
-            name, version = session.client()
-            sessions.append(
-                {
-                    "id": session.id,
-                    "client": name,
-                    "client_version": version,
-                    "project": session.project,
-                    "view": session.view,
-                    "cwd": session.cwd,
-                    "connected_s": round(now - session.connected_at, 1),
-                }
-            )
+        sessions = [session.document(now) for session in self.sessions.values()]
         backends = []
         for shared in self.pool.shared():
             status = shared.handle.status
@@ -613,6 +629,10 @@ class DaemonHost:
                     "name": shared.name,
                     "key": short_key(shared.key),
                     "state": status.state.value,
+                    "state_since": round(status.state_since, 3),
+                    "idle_since": _epoch(status.idle_since),
+                    "dormant_since": _epoch(dormant_since(status)),
+                    "in_flight": status.in_flight,
                     "pid": status.pid,
                     "views": dict(shared.users),
                     "sessions": sum(v.sessions for v in self.views.values() if v.label in shared.users),

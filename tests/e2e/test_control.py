@@ -66,6 +66,8 @@ BACKEND_KEYS = {
     "prompts",
     "in_flight",
     "calls_total",
+    "idle_since",
+    "dormant_since",
     "latency_ms",
     "stderr_tail",
 }

@@ -2,7 +2,7 @@
 
 `setup()` gives a `SessionContext` whose one backend, "a", is served by `Backend`: it
 answers its mailbox as a backend actor would (`echo`, `block` until cancelled, `gate`
-until released, `sample`, `progress`, `fail`). `Wire` is the client's side of a
+until released, `sample`, `roots`, `progress`, `fail`). `Wire` is the client's side of a
 connection: raw JSON lines out, decoded messages in.
 """
 
@@ -102,6 +102,11 @@ class Backend:
             except RpcError as exc:
                 return text(f"refused: {exc.code} {exc.message}")
             return text(result["content"]["text"])
+        if msg.name == "roots":  # the backend's own roots/list, through the calling client
+            assert msg.origin is not None
+            assert msg.origin.ask is not None
+            listed = await msg.origin.ask("roots/list", None)
+            return text(",".join(root["uri"] for root in listed["roots"]))
         if msg.name == "progress":
             assert msg.progress is not None
             await msg.progress(1, 2, "half")

@@ -131,3 +131,57 @@ async def test_a_busy_backend_is_not_pinged(autojump_clock: trio.testing.MockClo
     with trio.move_on_after(5 * PING_INTERVAL):
         await backend._ping(session)  # type: ignore[arg-type]
     assert session.pings == 0
+
+
+async def test_an_idle_backend_asks_to_sleep_and_says_how_long_it_was_quiet(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    asked: list[str] = []
+    _send, inbox = trio.open_memory_channel[BackendRequest](1)
+    backend = BackendActor(
+        spec("2025-11-25"),
+        inbox,
+        on_change=lambda _name: None,
+        on_notification=lambda _s, _n: None,
+        on_idle=asked.append,
+    )
+    backend.calls.last_activity = trio.current_time()
+    backend.calls.idle_since = 1767323045.0
+    backend.calls.calls_total = 7
+    with trio.fail_after(600), structlog.testing.capture_logs() as logs:
+        await backend._watch_idle(60.0)
+    assert asked == ["hand"]
+    assert trio.current_time() == 60.0
+    [idle] = [entry for entry in logs if entry["event"] == "backend_idle"]
+    assert idle == {
+        "event": "backend_idle",
+        "log_level": "info",
+        "idle_s": 60.0,
+        "idle_timeout_s": 60.0,
+        "idle_since": 1767323045.0,
+        "calls_total": 7,
+    }
+
+
+def test_status_says_since_when_a_backend_is_idle_and_none_while_a_call_runs() -> None:
+    backend = actor(spec("2025-11-25"))
+    seen = [backend.status.idle_since]  # never ready yet
+    backend.calls.idle_since = 1767323045.0
+    seen.append(backend.status.idle_since)
+    backend.calls.in_flight = 1
+    seen.append(backend.status.idle_since)
+    assert seen == [None, 1767323045.0, None]
+    assert backend.status.in_flight == 1
+
+
+async def test_a_ready_backend_is_idle_from_its_start_on() -> None:
+    backend = actor(spec("2025-11-25"))
+    seen: dict[str, Any] = {}
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(backend.run)
+            seen["status"] = backend.status
+            nursery.cancel_scope.cancel()
+    status = seen["status"]
+    assert status.ready_since is not None
+    assert status.idle_since == status.ready_since

@@ -7,6 +7,7 @@ import sys
 
 import attrs
 import pytest
+import structlog.testing
 import trio
 
 from assern.actors.backend.pool import BackendPool, ViewLink, pool_name
@@ -86,8 +87,18 @@ async def test_two_views_share_one_backend_under_their_own_names_until_neither_u
             # Another token is another backend.
             await pool.apply(b, {"github": spec("github", token="two")})
             assert sorted(pool.directory.value) == ["gh", "github"]
-            await pool.leave(a)
-            assert list(pool.directory.value) == ["github"]
-            await pool.leave(b)
-            assert list(pool.directory.value) == []
+            assert pool.users("gh") == ["a"]
+            with structlog.testing.capture_logs() as logs:
+                await pool.leave(a)
+                assert list(pool.directory.value) == ["github"]
+                await pool.leave(b)
+                assert list(pool.directory.value) == []
             nursery.cancel_scope.cancel()
+    unused = [entry for entry in logs if entry["event"] == "backend_unused"]
+    assert [(e["server"], e["reason"], e["views"]) for e in unused] == [
+        ("gh", "view a stopped", []),
+        ("github", "view b stopped", []),
+    ]
+    # gh was ready and idle (never called) when it went; github may still be starting.
+    assert unused[0]["state"] == "ready"
+    assert unused[0]["idle_s"] >= 0

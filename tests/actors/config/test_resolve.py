@@ -429,6 +429,7 @@ def test_nothing_configured(world: World) -> None:
             world.home / ".config" / "cllm-mcp" / "config.json",
         ),
         listen=ListenSpec(tokens_file=world.assern_home / "tokens.toml"),
+        cwd=cwd,
     )
 
 

@@ -86,6 +86,7 @@ def test_the_status_document_has_every_documented_field() -> None:
         ready_since=990.0,
         tools=3,
         calls_total=3,
+        idle_since=995.25,
         stderr_tail=tuple(f"line {i}" for i in range(15)),
     )
     beta = BackendStatus(
@@ -114,6 +115,7 @@ def test_the_status_document_has_every_documented_field() -> None:
                 profile="agents",
                 exposure="search",
                 list_tokens=412,
+                roots={"supported": True, "roots": ["file:///w"], "error": None, "warning": None},
             )
         ],
         reload_error=None,
@@ -132,6 +134,7 @@ def test_the_status_document_has_every_documented_field() -> None:
             "profile": "agents",
             "exposure": "search",
             "list_tokens": 412,
+            "roots": {"supported": True, "roots": ["file:///w"], "error": None, "warning": None},
         }
     ]
     first, second = doc["backends"]
@@ -143,6 +146,8 @@ def test_the_status_document_has_every_documented_field() -> None:
     assert second["uptime_s"] is None
     assert second["latency_ms"] == {"median": None, "samples": 0}
     assert first["state_since"] == round(alpha.state_since, 3)
+    assert (first["idle_since"], first["dormant_since"]) == (995.25, None)
+    assert (second["idle_since"], second["dormant_since"]) == (None, None)
     assert [(c["server"], c["duration_ms"]) for c in doc["recent_calls"]] == [
         ("alpha", 2.0),
         ("alpha", 3.0),
