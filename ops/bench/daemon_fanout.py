@@ -11,9 +11,12 @@ server of its own (the time server in another timezone). In each project, M clie
 start `assern serve` in that folder, each speaking MCP on its pipes (initialize, then
 `tools/list`), and stay connected while every process is counted:
 
-- "instances": no daemon runs: each configuration's first `assern serve` becomes its
-  primary (and forks; its launcher waits) and the others proxy to it;
-- "daemon": `assern daemon` runs first: every `assern serve` joins it.
+- "instances": the daemon turned off (`ASSERN_NO_DAEMON=1`, the shape before the
+  daemon): each configuration's first `assern serve` becomes its primary (and forks; its
+  launcher waits) and the others proxy to it;
+- "daemon": `assern daemon` runs first (as a service would): every `assern serve` joins it;
+- "started": no daemon runs: the first `assern serve` starts it and every one joins it
+  (what a user gets with no service installed).
 
 For each, after every session listed its tools: the number of processes of that
 ASSERN_HOME (assern's own, backends apart) and of backends, and the summed PSS of each
@@ -158,6 +161,8 @@ def measure(env: dict[str, str]) -> dict[str, Any]:
 def one_round(kind: str, projects: int, sessions: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="assern-fanout-") as tmp:
         env, folders = world(Path(tmp), projects)
+        if kind == "instances":
+            env["ASSERN_NO_DAEMON"] = "1"
         daemon = None
         if kind == "daemon":
             daemon = subprocess.Popen(
@@ -166,7 +171,7 @@ def one_round(kind: str, projects: int, sessions: int) -> dict[str, Any]:
             assert daemon.stderr is not None
             daemon.stderr.readline()  # "assern daemon: pid …": it listens
         clients = [session(env, folder) for folder in folders for _ in range(sessions)]
-        expected = 4 if kind == "daemon" else 3 * projects + 1
+        expected = 3 * projects + 1 if kind == "instances" else 4
         settle(env, expected)
         figures = measure(env)
         figures["total_pss_mb"] = round(figures["assern_pss_mb"] + figures["backend_pss_mb"], 1)
@@ -175,10 +180,11 @@ def one_round(kind: str, projects: int, sessions: int) -> dict[str, Any]:
             client.stdin.close()
         for client in clients:
             client.wait(timeout=30)
-        if daemon is not None:
+        if kind != "instances":
             subprocess.run(
                 [script("assernctl"), "shutdown"], env=env, cwd=tmp, capture_output=True, check=False
             )
+        if daemon is not None:
             daemon.wait(timeout=30)
         deadline = time.monotonic() + 30
         while ours(Path(env["ASSERN_HOME"])) and time.monotonic() < deadline:
@@ -195,7 +201,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="rounds of each kind, taking turns")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    runs: dict[str, list[dict[str, Any]]] = {"instances": [], "daemon": []}
+    runs: dict[str, list[dict[str, Any]]] = {"instances": [], "daemon": [], "started": []}
     for _ in range(args.rounds):
         for kind in runs:
             runs[kind].append(one_round(kind, args.projects, args.sessions))
@@ -208,14 +214,15 @@ def main() -> None:
         }
         figures = report[kind]
         print(
-            f"{kind}: {figures['assern_processes']} assern processes, {figures['backend_processes']} backend "
-            f"processes; PSS {figures['total_pss_mb']} MB in all ({figures['assern_pss_mb']} MB assern, "
-            f"{figures['backend_pss_mb']} MB backends)"
-            + (f"; one joined session {figures['shim_pss_mb']} MB" if "shim_pss_mb" in figures else "")
+            f"{kind}: {figures['assern_processes']:g} assern processes, "
+            f"{figures['backend_processes']:g} backend processes; PSS {figures['total_pss_mb']:.1f} MB "
+            f"in all ({figures['assern_pss_mb']:.1f} MB assern, {figures['backend_pss_mb']:.1f} MB backends)"
+            + (f"; one joined session {figures['shim_pss_mb']:.1f} MB" if "shim_pss_mb" in figures else "")
         )
-    ratio = report["daemon"]["total_pss_mb"] / report["instances"]["total_pss_mb"]
-    report["daemon_over_instances_pss"] = round(ratio, 3)
-    print(f"daemon / instances, total PSS (medians of {args.rounds} rounds): {ratio:.3f}")
+    for kind in ("daemon", "started"):
+        ratio = report[kind]["total_pss_mb"] / report["instances"]["total_pss_mb"]
+        report[f"{kind}_over_instances_pss"] = round(ratio, 3)
+        print(f"{kind} / instances, total PSS (medians of {args.rounds} rounds): {ratio:.3f}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1))
 

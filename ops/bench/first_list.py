@@ -17,7 +17,11 @@ alike:
   them while the backends start;
 - "daemon": a workstation daemon runs (started once, before the first start of this
   kind, in an ASSERN_HOME of its own): `assern serve` joins it, and its view of the
-  configuration is running or starts for the client (`--daemon` adds this kind).
+  configuration is running or starts for the client (`--daemon` adds this kind);
+- "started": no daemon runs, the saved lists are kept: `assern serve` starts the daemon
+  (in an ASSERN_HOME of its own) and joins it, as a client does with no service
+  installed; `assernctl shutdown` stops it after each start, untimed (`--daemon` adds
+  this kind too).
 
 Each start ends when its client closes stdin and the process has exited (that wait is
 timed too: an isolated instance stops its backends first; a start that joined the daemon
@@ -106,6 +110,15 @@ def one_start(home: Path, work: Path, *, isolated: bool = True) -> dict[str, Any
     return {"seconds": seconds, "tools": tools, "list_changed_before": changed, "exit_seconds": exit_seconds}
 
 
+def stop_daemon(home: Path) -> None:
+    """`assernctl shutdown` of the daemon a start left running (it waits for its exit)."""
+    assernctl = shutil.which("assernctl", path=str(Path(sys.executable).parent))
+    assert assernctl is not None
+    subprocess.run(
+        [assernctl, "shutdown"], env=environ(home, isolated=False), cwd=home, capture_output=True, check=False
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -114,7 +127,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--daemon", action="store_true", help="also time starts that join a running daemon")
     args = parser.parse_args()
-    kinds = ("cold", "warm", "daemon") if args.daemon else ("cold", "warm")
+    kinds = ("cold", "warm", "daemon", "started") if args.daemon else ("cold", "warm")
     runs: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     with tempfile.TemporaryDirectory(prefix="assern-first-list-") as tmp:
         home, work = Path(tmp) / "home", Path(tmp) / "work"
@@ -132,6 +145,10 @@ def main() -> None:
             assert daemon.stderr is not None
             daemon.stderr.readline()  # it listens
             one_start(daemon_home, work, isolated=False)  # its view starts, its lists are saved
+        started_home = Path(tmp) / "started-home"
+        if args.daemon:
+            one_start(started_home, work, isolated=False)  # starts a daemon; its lists are saved
+            stop_daemon(started_home)
         one_start(home, work)  # a warm-up, which also saves the lists
         try:
             for _ in range(args.starts):
@@ -140,6 +157,9 @@ def main() -> None:
                         shutil.rmtree(saved, ignore_errors=True)
                     if kind == "daemon":
                         runs[kind].append(one_start(daemon_home, work, isolated=False))
+                    elif kind == "started":
+                        runs[kind].append(one_start(started_home, work, isolated=False))
+                        stop_daemon(started_home)
                     else:
                         runs[kind].append(one_start(home, work))
         finally:
@@ -165,10 +185,11 @@ def main() -> None:
     ratio = report["warm"]["median_ms"] / report["cold"]["median_ms"]
     report["warm_over_cold"] = round(ratio, 3)
     print(f"warm / cold (medians): {ratio:.3f}")
-    if "daemon" in report:
-        joined = report["daemon"]["median_ms"] / report["cold"]["median_ms"]
-        report["daemon_over_cold"] = round(joined, 3)
-        print(f"daemon / cold (medians): {joined:.3f}")
+    for kind in ("daemon", "started"):
+        if kind in report:
+            joined = report[kind]["median_ms"] / report["cold"]["median_ms"]
+            report[f"{kind}_over_cold"] = round(joined, 3)
+            print(f"{kind} / cold (medians): {joined:.3f}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=1))
 
