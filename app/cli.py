@@ -31,6 +31,7 @@ import trio
 from assern.actors.config.home import default_assern_home, user_home
 from assern.actors.config.spec import ConfigError, ResolvedConfig
 from assern.app.ctl.render import table
+from assern.app.daemon.launch import DRAIN_DEADLINE
 from assern.app.hint import PROFILE_VARIABLE, serve_arguments
 from assern.app.instance import InstanceError, sharing_enabled
 from assern.app.loading import FullCollectionsDeferred
@@ -308,7 +309,7 @@ def workstation_daemon(args: argparse.Namespace) -> int:
     """`assern daemon` with no --config, --project or --http: one daemon for every project
     and client of this `$ASSERN_HOME` (app/daemon/host.py)."""
     from assern.app.daemon.launch import STARTED_BY_VARIABLE
-    from assern.app.daemon.start import DaemonRunning, activated, claim
+    from assern.app.daemon.start import DaemonRunning, Supersede, activated, claim
 
     with FullCollectionsDeferred():
         from assern.app.daemon.host import DaemonHost
@@ -329,9 +330,17 @@ def workstation_daemon(args: argparse.Namespace) -> int:
         if claimed is None and client:
             started_by = client
         if claimed is None:
-            claimed = claim(home, env)
+            supersede = None
+            if args.supersede:
+                reason = client or "assern daemon --supersede"
+                supersede = Supersede(build=this_build(), reason=reason, deadline=args.drain)
+            claimed = claim(home, env, supersede)
     except DaemonRunning as exc:
-        print(f"assern daemon: {exc}; stop it first with `assernctl shutdown`", file=sys.stderr)
+        print(
+            f"assern daemon: {exc}; stop it first with `assernctl shutdown`, or replace it with "
+            "`assernctl daemon restart`",
+            file=sys.stderr,
+        )
         return 1
     except InstanceError as exc:
         print(f"assern daemon: {exc}", file=sys.stderr)
@@ -351,6 +360,8 @@ def workstation_daemon(args: argparse.Namespace) -> int:
         control_path=claimed.slot.control,
         idle_exit=args.idle_exit,
         started_by=started_by,
+        generation=claimed.predecessor.generation + 1 if claimed.predecessor is not None else 1,
+        predecessor=claimed.predecessor,
     )
     trio.run(host.run)
     return 0
@@ -489,6 +500,20 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
                 metavar="SECONDS",
                 help="without --config/--project: exit after this long with no client and no "
                 "configuration in use (default 0: never)",
+            )
+            cmd.add_argument(
+                "--supersede",
+                action="store_true",
+                help="without --config/--project: take the sockets from the running daemon, which "
+                "finishes its calls in flight and stops (what `assernctl daemon restart` runs)",
+            )
+            cmd.add_argument(
+                "--drain",
+                type=float,
+                default=DRAIN_DEADLINE,
+                metavar="SECONDS",
+                help=f"with --supersede: how long the old daemon's calls in flight may run on "
+                f"(default {DRAIN_DEADLINE:g})",
             )
         if name == "list":
             cmd.add_argument("--json", action="store_true", help="machine-readable output")

@@ -18,8 +18,8 @@ import os
 import sys
 
 from assern.actors.config.home import assern_home_folder
-from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.actors.listener.socket_basics import same_user
+from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
 from assern.app.daemon.hello import DAEMON_SLOT, hello_line, socket_folder
 from assern.app.daemon.launch import daemon_wanted, start_daemon

@@ -32,6 +32,7 @@ COMMANDS: Mapping[str, str] = {
     "start": "start one backend: server",
     "reload": "resolve the configuration again and apply the difference",
     "shutdown": "stop the instance (every backend gets its graceful stop)",
+    "supersede": "a successor took the daemon's sockets (build, pid, deadline): drain, then stop",
     "context_reindex": "context servers re-check their root: optional server, full (rebuild)",
     "web": "serve the status page (started by the first web) and mint a one-time sign-in address",
 }

@@ -187,6 +187,10 @@ class ModernLines:
         self._sdk_nursery: trio.Nursery | None = None
         self._out: SendRaw | None = None
 
+    def in_flight(self) -> int:
+        """The plain requests not answered yet (those the SDK's server took are its own)."""
+        return len(self._running)
+
     async def serve(
         self, lead: Sequence[tuple[Any, types.JSONRPCMessage]], reader: LineReader, out: SendRaw
     ) -> None:

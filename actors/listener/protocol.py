@@ -212,6 +212,10 @@ class ServerSession:
         #: the client sent `notifications/initialized`
         self.initialized = False
 
+    def in_flight(self) -> int:
+        """The client's requests this session has not answered yet."""
+        return len(self._running)
+
     @property
     def accepted(self) -> bool:
         """Requests besides `ping` are served: `initialize` was handled, or the client says it was."""

@@ -136,6 +136,10 @@ class RawLane:
         """Serve calls: answers go to `send_raw`; calls that wait run in `nursery`."""
         self._send_raw, self._nursery = send_raw, nursery
 
+    def in_flight(self) -> int:
+        """The calls of this lane not answered yet."""
+        return len(self._forwarded)
+
     def detach(self) -> None:
         """The connection ended: nothing more is written or started."""
         self._send_raw = self._nursery = None

@@ -70,6 +70,7 @@ from assern.supervisor.io.writer import DirectWriter
 
 if TYPE_CHECKING:
     from assern.actors.listener.modern import ModernServer
+    from assern.actors.listener.modern_lines import ModernLines
     from assern.actors.listener.roots_check import SessionFolder
     from assern.supervisor.io.reader import LineReader
 
@@ -109,6 +110,10 @@ class ClientConnection:
         #: a 2026-07-28 connection's change events (its listen streams), while serving one
         self._events: Events | None = None
         self._nursery: trio.Nursery | None = None
+        #: the writer of a line connection, while serving one (for `tell`)
+        self._out: DirectWriter | None = None
+        #: a 2026-07-28 line connection's requests, while serving one
+        self._modern_lines: ModernLines | None = None
         self.routing = Routing(shared)
         self.handlers = Handlers(self.routing, self._origin)
         self.lane = RawLane(self.routing, self._initialized, self._origin)
@@ -150,7 +155,7 @@ class ClientConnection:
         """
         with structlog.contextvars.bound_contextvars(client=self.client_id):
             log.info("client_connected")
-            out = DirectWriter(send)
+            out = self._out = DirectWriter(send)
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(out.pump)
@@ -169,7 +174,25 @@ class ClientConnection:
                 self.lane.cancel_all(answer=False)  # the writer is done by now
                 self.lane.detach()
                 self._nursery = self._protocol = self._events = None
+                self._out = self._modern_lines = None
                 log.info("client_disconnected")
+
+    def in_flight(self) -> int:
+        """The client's requests this connection has not answered yet (what a daemon being
+        superseded waits for)."""
+        count = self.lane.in_flight()
+        if self._protocol is not None:
+            count += self._protocol.in_flight()
+        if self._modern_lines is not None:
+            count += self._modern_lines.in_flight()
+        return count
+
+    def tell(self, method: str, params: Mapping[str, Any]) -> bool:
+        """Queue one notification of assern's own for the client's `assern serve` (the
+        daemon's `assern/superseded`), whatever the client's era; False when this is not
+        a line connection that is still served."""
+        out = self._out
+        return out is not None and out.write_nowait(framing.notification(method, params))
 
     async def host_modern(self, client_name: str | None, *, task_status: trio.TaskStatus[Any]) -> None:
         """Host this connection for a 2026-07-28 client whose requests come one by one
@@ -258,7 +281,7 @@ class ClientConnection:
             self._events = modern.events
             return modern
 
-        lines = ModernLines(
+        lines = self._modern_lines = ModernLines(
             routing=self.routing,
             lane=ModernLane(self.routing, self._origin, round_trips),
             methods=methods,

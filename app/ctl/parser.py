@@ -14,6 +14,7 @@ from assern.app.ctl.clients.command import add_parser as add_clients_parser
 from assern.app.ctl.clients.command import cmd_clients
 from assern.app.ctl.common import Usage
 from assern.app.ctl.context import cmd_context
+from assern.app.ctl.daemon import cmd_daemon
 from assern.app.ctl.doctor import cmd_doctor
 from assern.app.ctl.logs import cmd_logs
 from assern.app.ctl.show import cmd_list, cmd_search, cmd_status
@@ -21,6 +22,7 @@ from assern.app.ctl.steer import cmd_reload, cmd_server, cmd_shutdown
 from assern.app.ctl.tokens import cmd_token
 from assern.app.ctl.trust import cmd_trust, cmd_untrust
 from assern.app.ctl.web import cmd_web
+from assern.app.daemon.launch import DRAIN_DEADLINE
 from assern.app.running import VersionAction
 
 if TYPE_CHECKING:
@@ -86,6 +88,18 @@ def build_parser() -> argparse.ArgumentParser:
     token.add_argument("action", choices=("create", "list", "revoke"))
     token.add_argument("name", nargs="?", help="the token's name (create, revoke)")
     sub.add_parser("shutdown", help="stop the running instance and wait until it is gone")
+    daemon = sub.add_parser(
+        "daemon",
+        help="the workstation daemon: restart (a fresh daemon takes over; no client is closed)",
+    )
+    daemon.add_argument("action", choices=("restart",))
+    daemon.add_argument(
+        "--drain",
+        type=float,
+        default=DRAIN_DEADLINE,
+        metavar="SECONDS",
+        help=f"how long the old daemon's calls in flight may run on (default {DRAIN_DEADLINE:g})",
+    )
     web = sub.add_parser(
         "web",
         help="open the running instance's status page in the browser (signed in with a one-time code)",
@@ -186,6 +200,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "start": cmd_server,
     "reload": cmd_reload,
     "shutdown": cmd_shutdown,
+    "daemon": cmd_daemon,
     "token": cmd_token,
     "logs": cmd_logs,
     "context": cmd_context,

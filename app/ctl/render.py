@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from assern.actors.backend.status import doctor_id
@@ -11,7 +12,7 @@ from assern.actors.listener.roots_check import root_folder
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[str]:
@@ -204,6 +205,33 @@ def identity_lines(daemon: Mapping[str, Any], doc: Mapping[str, Any]) -> list[st
     return lines
 
 
+def generation_lines(daemon: Mapping[str, Any]) -> list[str]:
+    """The daemon's generation, the one it superseded (still draining, and its calls), and
+    whether a successor supersedes this one."""
+    lines = []
+    generation = daemon.get("generation")
+    predecessor = daemon.get("predecessor")
+    if isinstance(generation, int) and (generation > 1 or predecessor):
+        line = f"  generation {generation}"
+        if isinstance(predecessor, Mapping):
+            line += f"; last restart: {predecessor.get('reason') or '-'}"
+            if predecessor.get("draining"):
+                calls = predecessor.get("calls_in_flight")
+                still = f"{calls} call(s) still in flight" if isinstance(calls, int) else "calls unknown"
+                line += (
+                    f"; generation {predecessor.get('generation')} (pid {predecessor.get('pid')}, "
+                    f"build {predecessor.get('build')}) draining: {still}"
+                )
+        lines.append(line)
+    superseded = daemon.get("superseded")
+    if isinstance(superseded, Mapping):
+        lines.append(
+            f"  superseded by build {superseded.get('build')} (pid {superseded.get('pid')}): draining, "
+            f"{daemon.get('calls_in_flight', 0)} call(s) in flight, at most {superseded.get('deadline_s')} s"
+        )
+    return lines
+
+
 def render_daemon(doc: Mapping[str, Any]) -> list[str]:
     """The readable form of the workstation daemon's own status: itself, its sessions,
     its views (one per configuration in use) and the backends they share."""
@@ -214,6 +242,7 @@ def render_daemon(doc: Mapping[str, Any]) -> list[str]:
         f"  socket   {daemon['sockets']['mcp']}",
     ]
     lines += identity_lines(daemon, doc)
+    lines += generation_lines(daemon)
     sessions = doc.get("sessions") or []
     lines.append(f"  sessions {len(sessions)}")
     if sessions:

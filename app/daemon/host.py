@@ -58,7 +58,9 @@ from assern.actors.listener.socket_basics import PROTOCOL_VERSION, peer_credenti
 from assern.actors.listener.stats import RECENT
 from assern.actors.listener.unix_socket import UnixListener, refuse
 from assern.app.daemon.hello import MAX_HELLO, PROTOCOL, PROTOCOLS, BadHello, read_hello
+from assern.app.daemon.launch import DRAIN_DEADLINE, alive
 from assern.app.daemon.runtime_file import DaemonRecord, new_record, remove_own, write_record
+from assern.app.daemon.supersede import Predecessor, command_line
 from assern.app.front_door import Replay
 from assern.app.hint import config_environ
 from assern.app.instance import fingerprint
@@ -72,7 +74,7 @@ from assern.supervisor.mailbox import call, open_mailbox
 
 if TYPE_CHECKING:
     import socket
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
 
     from assern.actors.listener.roots_check import SessionFolder
 
@@ -80,6 +82,12 @@ log = structlog.get_logger()
 
 #: Seconds a client has to send its hello.
 HELLO_TIMEOUT = 10.0
+#: What a daemon being superseded tells each session whose `assern serve` resumes sessions.
+SUPERSEDED = "assern/superseded"
+#: Seconds between two looks at what a draining daemon still runs.
+DRAIN_POLL = 0.05
+#: Seconds the daemon's status waits for its predecessor's answer.
+PREDECESSOR_TIMEOUT = 1.0
 #: Seconds a view stays after its last session left (a client that reconnects at once
 #: finds its backends and catalog as they were).
 VIEW_GRACE = 30.0
@@ -112,6 +120,8 @@ class Session:
     project: str | None
     cwd: str
     connected_at: float
+    #: its `assern serve` moves the session to a successor when told (`resumes` in its hello)
+    resumes: bool = False
     #: its connection in the view's listener, once it is served
     connection: ClientConnection | None = None
 
@@ -179,6 +189,8 @@ class DaemonHost:
         view_grace: float = VIEW_GRACE,
         build: str,
         started_by: str = "command",
+        generation: int = 1,
+        predecessor: Predecessor | None = None,
     ) -> None:
         self.assern_home = assern_home
         self.mcp = mcp
@@ -188,6 +200,12 @@ class DaemonHost:
         self.idle_exit = idle_exit
         self.view_grace = view_grace
         self.started_by = started_by
+        #: 1 for a daemon that superseded none; each successor counts one more
+        self.generation = generation
+        #: the daemon this one superseded, while it drains (and what it last said)
+        self.predecessor = predecessor
+        #: set once a successor superseded this daemon: its build, pid and the drain's deadline
+        self.superseded: dict[str, Any] | None = None
         self.started_at = time.time()
         self.build = build
         self.record: DaemonRecord = new_record(build, started_at=self.started_at)
@@ -235,6 +253,8 @@ class DaemonHost:
                         nursery.start_soon(self._accept, self.mcp, self._serve_mcp, False)
                         nursery.start_soon(self._accept, self.control, self._serve_control, True)
                         nursery.start_soon(self._retire_views)
+                        if self.predecessor is not None:
+                            nursery.start_soon(self._follow_predecessor, self.predecessor)
                         await nursery.start(self.page.run)
                         task_status.started()
             finally:
@@ -253,6 +273,116 @@ class DaemonHost:
         self.mcp.withdraw()
         self.control.withdraw()
         self._cancel.cancel()
+
+    # ------------------------------------------------------------------ supersede
+
+    def supersede(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        """A successor took the sockets: stop accepting, tell the sessions that resume,
+        let the calls in flight finish (at most `deadline` s), then stop.
+
+        Raises:
+            ValueError: the successor's `build`, `pid` or `deadline` is not what it must be.
+        """
+        build, pid, deadline = args.get("build"), args.get("pid"), args.get("deadline", DRAIN_DEADLINE)
+        if not isinstance(build, str) or not isinstance(pid, int) or isinstance(pid, bool):
+            raise ValueError("supersede needs the successor's build (a string) and pid (an integer)")
+        if not isinstance(deadline, int | float) or isinstance(deadline, bool) or not 0 <= deadline <= 3600:
+            raise ValueError("deadline must be a number of seconds from 0 to 3600")
+        if self.superseded is None:
+            assert self._nursery is not None
+            self.superseded = {"build": build, "pid": pid, "deadline_s": float(deadline)}
+            told = self._tell_sessions({"build": build, "pid": pid})
+            log.info(
+                "daemon_superseded",
+                by=build,
+                successor_pid=pid,
+                drain_deadline_s=float(deadline),
+                calls_in_flight=self.calls_in_flight(),
+                sessions=len(self.sessions),
+                sessions_told=len(told),
+            )
+            self._remove_runtime_file()
+            self.mcp.withdraw()  # the files are the successor's now: only our sockets close
+            self.control.withdraw()
+            self._nursery.start_soon(self._drain, build, float(deadline), told)
+        return {"draining": True, "pid": os.getpid(), "calls_in_flight": self.calls_in_flight()}
+
+    def _tell_sessions(self, params: dict[str, Any]) -> set[str]:
+        told = set()
+        for session in self.sessions.values():
+            connection = session.connection
+            if session.resumes and connection is not None and connection.tell(SUPERSEDED, params):
+                told.add(session.id)
+        return told
+
+    def calls_in_flight(self) -> int:
+        """The requests of every session not answered yet."""
+        return sum(
+            connection.in_flight()
+            for view in self.views.values()
+            for connection in view.tree.listener.connections.values()
+        )
+
+    async def _drain(self, build: str, deadline: float, told: set[str]) -> None:
+        """Wait until no call runs and every session told has moved on; then stop."""
+        started = trio.current_time()
+        with trio.move_on_after(deadline) as waited:
+            while self.calls_in_flight() or told & set(self.sessions):  # noqa: ASYNC110 - counts kept elsewhere
+                await trio.sleep(DRAIN_POLL)
+        left = self.calls_in_flight()
+        if waited.cancelled_caught:
+            log.warning("daemon_drain_deadline", deadline_s=deadline, calls_in_flight=left)
+        log.info("daemon_drained", drain_s=round(trio.current_time() - started, 3), calls_cut=left)
+        self.shutdown(f"superseded by {build}")
+
+    async def _follow_predecessor(self, predecessor: Predecessor) -> None:
+        """Ask the daemon this one superseded, on the connection kept to it, how many calls
+        it still runs, until it is gone (for status and the log)."""
+        log.info(
+            "daemon_superseding",
+            predecessor_pid=predecessor.pid,
+            predecessor_build=predecessor.build,
+            generation=self.generation,
+            reason=predecessor.reason,
+        )
+        sock, predecessor.sock = predecessor.sock, None
+        if sock is None:
+            return
+        sock.setblocking(False)
+        stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+        reader = framing.line_reader(stream)
+        asked = 10
+        try:
+            async with stream:
+                while True:
+                    asked += 1
+                    await stream.send_all(command_line("hello", asked))
+                    with trio.fail_after(PREDECESSOR_TIMEOUT * 5):
+                        line = await reader.receive()
+                    if line is None:
+                        break
+                    found = json.loads(line).get("result")
+                    if isinstance(found, dict) and isinstance(found.get("calls_in_flight"), int):
+                        predecessor.calls_in_flight = found["calls_in_flight"]
+                    await trio.sleep(PREDECESSOR_TIMEOUT)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, OSError, ValueError):
+            pass
+        predecessor.draining = False
+        predecessor.calls_in_flight = 0
+        log.info("daemon_predecessor_gone", predecessor_pid=predecessor.pid)
+
+    def _predecessor_doc(self) -> dict[str, Any] | None:
+        predecessor = self.predecessor
+        if predecessor is None:
+            return None
+        return {
+            "pid": predecessor.pid,
+            "build": predecessor.build,
+            "generation": predecessor.generation,
+            "reason": predecessor.reason,
+            "draining": predecessor.draining and alive(predecessor.pid),
+            "calls_in_flight": predecessor.calls_in_flight,
+        }
 
     def _write_runtime_file(self) -> None:
         try:
@@ -401,6 +531,7 @@ class DaemonHost:
             project=view.tree.config.value.project,
             cwd=params["cwd"],
             connected_at=time.time(),
+            resumes=params.get("resumes") is True,
         )
         view.sessions += 1
         view.idle_since = None
@@ -549,6 +680,12 @@ class DaemonHost:
                 return proto.ok_line(command.id, self.status()), False
             if command.name == "shutdown":
                 return proto.ok_line(command.id, {"stopping": True, "pid": os.getpid()}), True
+            if command.name == "supersede":
+                try:
+                    draining = self.supersede(command.args)
+                except ValueError as exc:
+                    return proto.error_line(command.id, proto.INVALID_ARGUMENTS, str(exc)), False
+                return proto.ok_line(command.id, draining), False
             if command.name == "web":
                 try:
                     page = await web_reply(self._open_page, command)
@@ -614,6 +751,9 @@ class DaemonHost:
             "build": self.build,
             "cookie": self.record.cookie,
             "started_at": self.started_at,
+            "generation": self.generation,
+            "superseded": self.superseded,
+            "calls_in_flight": self.calls_in_flight(),
             "views": self._view_docs(),
         }
 
@@ -651,6 +791,10 @@ class DaemonHost:
                 "started_at": round(self.started_at, 3),
                 "uptime_s": round(now - self.started_at, 1),
                 "started_by": self.started_by,
+                "generation": self.generation,
+                "predecessor": self._predecessor_doc(),
+                "superseded": self.superseded,
+                "calls_in_flight": self.calls_in_flight(),
                 "sockets": {"mcp": str(self.mcp_path), "control": str(self.control_path)},
             },
             "views": self._view_docs(),

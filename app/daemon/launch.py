@@ -45,6 +45,9 @@ START_TIMEOUT = 30.0
 POLL_INTERVAL = 0.01
 #: The daemon's stderr, beside assern.log.
 STDERR_FILE = "daemon.err"
+#: Seconds a daemon being superseded lets its calls in flight run before it stops anyway
+#: (`assern daemon --supersede --drain SECONDS`).
+DRAIN_DEADLINE = 60.0
 
 
 def daemon_wanted(environ: Mapping[str, str]) -> bool:

@@ -23,6 +23,7 @@ import attrs
 
 from assern.actors.listener.unix_socket import UnixListener
 from assern.app.daemon.hello import DAEMON_SLOT
+from assern.app.daemon.supersede import Predecessor, take_over
 from assern.app.election import HELLO_TIMEOUT, LOCK_TIMEOUT, Seen, bind_slot, look
 from assern.app.instance import InstanceError, InstanceLock, Slot, prepare_socket_directory, socket_directory
 
@@ -46,6 +47,17 @@ class Claimed:
     slot: Slot
     mcp: UnixListener
     control: UnixListener
+    #: the daemon these sockets were taken from (`claim(supersede=...)`), draining
+    predecessor: Predecessor | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Supersede:
+    """A start that takes the sockets from a running daemon (supersede.py)."""
+
+    build: str
+    reason: str
+    deadline: float
 
 
 #: The first descriptor a service manager passes (sd_listen_fds(3)).
@@ -86,11 +98,12 @@ def activated(environ: MutableMapping[str, str]) -> Claimed | None:
     return Claimed(slot=Slot(mcp.path.parent, mcp.path.stem), mcp=mcp, control=found["control"])
 
 
-def claim(assern_home: Path, environ: Mapping[str, str]) -> Claimed:
-    """Bind the daemon's sockets.
+def claim(assern_home: Path, environ: Mapping[str, str], supersede: Supersede | None = None) -> Claimed:
+    """Bind the daemon's sockets; with `supersede`, take them from the daemon that answers
+    there (it drains and stops), or bind them as usual when none does.
 
     Raises:
-        DaemonRunning: a daemon answers there already.
+        DaemonRunning: a daemon answers there already (and `supersede` is None).
         InstanceError: the folder is unsafe, the lock is held too long, something that
             does not answer holds the sockets, or they cannot be bound.
     """
@@ -101,6 +114,11 @@ def claim(assern_home: Path, environ: Mapping[str, str]) -> Claimed:
     lock.acquire(LOCK_TIMEOUT)
     try:
         seen, hello = look(slot, HELLO_TIMEOUT)
+        if seen is Seen.ANSWERED and supersede is not None:
+            mcp, control, predecessor = take_over(
+                slot, build=supersede.build, reason=supersede.reason, deadline=supersede.deadline
+            )
+            return Claimed(slot=slot, mcp=mcp, control=control, predecessor=predecessor)
         if seen is Seen.ANSWERED:
             raise DaemonRunning((hello or {}).get("pid"), slot)
         if seen is Seen.OCCUPIED:

@@ -542,3 +542,58 @@ async def test_the_daemons_status_page_shows_its_sessions_and_shared_backends(as
             assert "echo" in page  # the last calls of every view
             assert "an-argument-never-shown" not in page
             in_a.leave()
+
+
+async def in_flight(env: AssernEnv, folder: Path) -> None:
+    """Until the daemon says a call is in flight."""
+    while True:
+        doc = (await ctl_json(env, "status", cwd=folder))["workstation"]["daemon"]
+        if doc["calls_in_flight"]:
+            return
+        await trio.sleep(0.05)
+
+
+async def test_a_restart_hands_new_clients_to_a_new_daemon_while_the_old_finishes_its_call(
+    assern_env: AssernEnv, tmp_path: Path
+) -> None:
+    _, b = two_projects(assern_env)
+    gate = tmp_path / "gate"
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            first = Session(serve_in(assern_env, b))
+            client = await nursery.start(first.run)
+            old = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            assert old["generation"] == 1
+            answer: list[str] = []
+
+            async def held_call() -> None:
+                answer.append(text_of(await client.call_tool("alpha_gate", {"path": str(gate)})))
+
+            nursery.start_soon(held_call)
+            await in_flight(assern_env, b)
+            restarted = await ctl(assern_env, "daemon", "restart", "--drain", "60", cwd=b)
+            assert restarted.returncode == 0, restarted.stderr.decode()
+            assert f"pid {old['pid']}" in restarted.stdout.decode()
+            # A client that starts now is served by the new daemon.
+            second = Session(serve_in(assern_env, b))
+            later = await nursery.start(second.run)
+            assert text_of(await later.call_tool("alpha_echo", {"text": "new"})) == "new"
+            doc = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            assert doc["pid"] != old["pid"]
+            assert doc["generation"] == 2
+            assert doc["predecessor"]["pid"] == old["pid"]
+            assert doc["predecessor"]["draining"] is True
+            assert doc["predecessor"]["reason"].startswith("assernctl daemon restart")
+            assert not answer  # still held on the old daemon
+            gate.touch()
+            await wait_until(lambda: bool(answer), limit=30)
+            assert answer == ["opened"]  # the call in flight finished where it ran
+            await wait_until(lambda: bool(events(assern_env, "daemon_stopped")), limit=30)
+            second.leave()
+            first.leave()
+    superseded = events(assern_env, "daemon_superseded")
+    assert [e["successor_pid"] for e in superseded] == [doc["pid"]]
+    stopping = [e["reason"] for e in events(assern_env, "daemon_stopping")]
+    assert stopping == [f"superseded by {doc['build']}"]
+    drained = events(assern_env, "daemon_drained")
+    assert drained[0]["calls_cut"] == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from assern.app.ctl.render import render_daemon
+from assern.app.ctl.render import generation_lines, render_daemon
 
 BUILD = "0.1.0+3f9a1c2b4d5e"
 
@@ -58,3 +58,38 @@ def test_a_daemon_that_says_no_build_is_of_an_unknown_one() -> None:
     lines = render_daemon(doc)
     assert "  build    unknown (protocol -)" in lines
     assert any(line.startswith("  ! the running daemon is build unknown;") for line in lines)
+
+
+def test_a_first_generation_daemon_adds_no_generation_line() -> None:
+    assert generation_lines({"generation": 1, "predecessor": None, "superseded": None}) == []
+
+
+def test_a_successor_says_its_generation_and_the_one_still_draining() -> None:
+    predecessor = {
+        "pid": 41,
+        "build": "0.1.0+aaaaaaaaaaaa",
+        "generation": 1,
+        "reason": "assernctl daemon restart (pid 7)",
+        "draining": True,
+        "calls_in_flight": 2,
+    }
+    (line,) = generation_lines({"generation": 2, "predecessor": predecessor})
+    assert line == (
+        "  generation 2; last restart: assernctl daemon restart (pid 7); generation 1 "
+        "(pid 41, build 0.1.0+aaaaaaaaaaaa) draining: 2 call(s) still in flight"
+    )
+    gone = {**predecessor, "draining": False}
+    assert generation_lines({"generation": 2, "predecessor": gone}) == [
+        "  generation 2; last restart: assernctl daemon restart (pid 7)"
+    ]
+
+
+def test_a_daemon_being_superseded_says_by_what_and_its_calls() -> None:
+    daemon = {
+        "generation": 1,
+        "calls_in_flight": 1,
+        "superseded": {"build": "0.1.0+bbbbbbbbbbbb", "pid": 52, "deadline_s": 60.0},
+    }
+    assert generation_lines(daemon) == [
+        "  superseded by build 0.1.0+bbbbbbbbbbbb (pid 52): draining, 1 call(s) in flight, at most 60.0 s"
+    ]
