@@ -331,9 +331,11 @@ def workstation_daemon(args: argparse.Namespace) -> int:
             started_by = client
         if claimed is None:
             supersede = None
-            if args.supersede:
+            if args.supersede is not None:
                 reason = client or "assern daemon --supersede"
-                supersede = Supersede(build=this_build(), reason=reason, deadline=args.drain)
+                supersede = Supersede(
+                    build=this_build(), reason=reason, deadline=args.drain, only=args.supersede or None
+                )
             claimed = claim(home, env, supersede)
     except DaemonRunning as exc:
         print(
@@ -503,9 +505,12 @@ def assern_main(argv: Sequence[str] | None = None) -> int:
             )
             cmd.add_argument(
                 "--supersede",
-                action="store_true",
-                help="without --config/--project: take the sockets from the running daemon, which "
-                "finishes its calls in flight and stops (what `assernctl daemon restart` runs)",
+                nargs="?",
+                const="",
+                default=None,
+                metavar="BUILD",
+                help="without --config/--project: take the sockets from the running daemon (only "
+                "if it is of BUILD, when given), which finishes its calls in flight and stops",
             )
             cmd.add_argument(
                 "--drain",

@@ -22,7 +22,19 @@ from assern.actors.listener.socket_basics import same_user
 from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
 from assern.app.daemon.hello import DAEMON_SLOT, hello_line, socket_folder
-from assern.app.daemon.launch import daemon_wanted, start_daemon
+from assern.app.daemon.identity import build_id
+from assern.app.daemon.launch import (
+    START_TIMEOUT,
+    STARTED_BY_VARIABLE,
+    daemon_argv,
+    daemon_folder,
+    daemon_wanted,
+    idle_exit,
+    spawn_detached,
+    start_daemon,
+    stderr_file,
+)
+from assern.app.daemon.upgrade import should_supersede, supersede_argv, wait_for_build
 from assern.app.hint import (
     PROFILE_VARIABLE,
     config_environ,
@@ -88,6 +100,63 @@ def _welcome(sock: socket.socket) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
+def _greet(sock: socket.socket, hello: bytes) -> dict[str, Any] | int | None:
+    """Send the hello and read the answer: the welcome's params, or what `daemon_shim`
+    returns (None: take the other paths; an exit status once the user was told why)."""
+    sock.settimeout(WELCOME_TIMEOUT)
+    try:
+        sock.sendall(hello)
+    except OSError:
+        sock.close()
+        return None
+    answer = _welcome(sock)
+    params = answer.get("params") if answer is not None else None
+    if answer is None or not isinstance(params, dict):
+        sock.close()
+        print("assern: the daemon did not answer; see its log (`assernctl logs`)", file=sys.stderr)
+        return 1
+    if answer.get("method") == "assern/refused":
+        sock.close()
+        print(f"assern: {params.get('error')}", file=sys.stderr)
+        return 2
+    return params
+
+
+def _upgrade(
+    home: str, environ: Mapping[str, str], folder: str, mine: str, theirs: str, hello: bytes
+) -> tuple[socket.socket, dict[str, Any]] | None:
+    """Replace the daemon of build `theirs` by one of this install (app/daemon/upgrade.py)
+    and join it; None (the old daemon serves this client) when that did not happen."""
+    control = os.path.join(folder, DAEMON_SLOT + ".ctl")
+
+    def daemon_hello() -> dict[str, Any] | None:
+        try:
+            found = request(control, "hello", timeout=HELLO_TIMEOUT, connect_timeout=HELLO_TIMEOUT)  # type: ignore[arg-type]
+        except (ControlUnavailable, ControlError):
+            return None
+        return found if isinstance(found, dict) else None
+
+    idle, _ = idle_exit(environ)
+    argv = supersede_argv(daemon_argv(sys.executable, idle), theirs)
+    env = {**environ, STARTED_BY_VARIABLE: f"assern serve (pid {os.getpid()}) of build {mine}"}
+    try:
+        spawn_detached(argv, cwd=daemon_folder(environ), environ=env, stderr_path=stderr_file(home))
+    except OSError:
+        return None
+    if not wait_for_build(daemon_hello, mine, START_TIMEOUT):
+        print(
+            f"assern: warning: the daemon of build {mine} did not take over; joined build {theirs}",
+            file=sys.stderr,
+        )
+        return None
+    try:
+        sock = connect_unix(os.path.join(folder, DAEMON_SLOT + ".sock"), HELLO_TIMEOUT)  # type: ignore[arg-type]
+    except ControlUnavailable:
+        return None
+    greeted = _greet(sock, hello)
+    return (sock, greeted) if isinstance(greeted, dict) else None
+
+
 def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> int | None:
     """Serve this client through the workstation daemon, started first when none answers
     (app/daemon/launch.py); return the exit status, or None to take the other paths (not a
@@ -117,29 +186,28 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
         sock = started
     options = dict(zip(args[::2], args[1::2], strict=True))
     config = options.get("--config")
+    mine = build_id(home)
     hello = hello_line(
         cwd=cwd,
         environ=environ,
         config=os.path.join(cwd, config) if config else None,
         project=options.get("--project"),
         profile=options.get("--profile") or environ.get(PROFILE_VARIABLE) or None,
+        build=mine,
     )
-    sock.settimeout(WELCOME_TIMEOUT)
-    try:
-        sock.sendall(hello)
-    except OSError:
-        sock.close()
-        return None
-    answer = _welcome(sock)
-    params = answer.get("params") if answer is not None else None
-    if answer is None or not isinstance(params, dict):
-        sock.close()
-        print("assern: the daemon did not answer; see its log (`assernctl logs`)", file=sys.stderr)
-        return 1
-    if answer.get("method") == "assern/refused":
-        sock.close()
-        print(f"assern: {params.get('error')}", file=sys.stderr)
-        return 2
+    greeted = _greet(sock, hello)
+    if not isinstance(greeted, dict):
+        return greeted
+    theirs = greeted.get("build")
+    started_at = greeted.get("started_at")
+    if isinstance(theirs, str) and should_supersede(
+        mine, theirs, their_started_at=started_at if isinstance(started_at, int | float) else None
+    ):
+        upgraded = _upgrade(home, environ, folder, mine, theirs, hello)
+        if upgraded is not None:
+            sock.close()
+            sock, greeted = upgraded
+    params = greeted
     for warning in params.get("warnings") or ():
         print(f"assern: warning: {warning}", file=sys.stderr)
     for notice in params.get("notices") or ():

@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING
 
 from assern.actors.config.home import default_assern_home
 from assern.app.ctl.common import print_json, workstation_daemon
-from assern.app.daemon.launch import STARTED_BY_VARIABLE, daemon_argv, idle_exit, spawn_detached
+from assern.app.daemon.launch import (
+    STARTED_BY_VARIABLE,
+    daemon_argv,
+    daemon_folder,
+    idle_exit,
+    spawn_detached,
+    stderr_file,
+)
 from assern.app.hint import config_environ
 
 if TYPE_CHECKING:
@@ -39,10 +46,8 @@ def cmd_daemon(args: argparse.Namespace) -> int:
         print(f"assernctl: warning: {warning}", file=sys.stderr)
     argv = [*daemon_argv(sys.executable, idle), "--supersede", "--drain", f"{args.drain:g}"]
     child_env = {**os.environ, STARTED_BY_VARIABLE: f"assernctl daemon restart (pid {os.getpid()})"}
-    stderr = home / "logs" / "daemon.err"
-    stderr.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    cwd = os.environ.get("HOME") or "/"
-    spawn_detached(argv, cwd=cwd if os.path.isdir(cwd) else "/", environ=child_env, stderr_path=str(stderr))
+    stderr = stderr_file(str(home))
+    spawn_detached(argv, cwd=daemon_folder(os.environ), environ=child_env, stderr_path=stderr)
     deadline = time.monotonic() + RESTART_WAIT
     while time.monotonic() < deadline:
         found = workstation_daemon()

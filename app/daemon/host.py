@@ -465,6 +465,7 @@ class DaemonHost:
             welcome = {
                 "build": self.build,
                 "protocol": PROTOCOL,
+                "started_at": self.started_at,
                 "view": view.label,
                 "project": config.project,
                 "warnings": [*config.warnings, *config.trust.lines()],

@@ -171,25 +171,38 @@ def _connect_once(path: str) -> socket.socket | None:
     return sock
 
 
+def stderr_file(home: str) -> str:
+    """The daemon's stderr file, its folder made (0700) when missing."""
+    logs = os.path.join(home, "logs")
+    try:
+        os.makedirs(logs, mode=0o700, exist_ok=True)
+    except OSError:
+        pass  # the daemon's stderr falls back to /dev/null; its log says what failed
+    return os.path.join(logs, STDERR_FILE)
+
+
+def daemon_folder(environ: Mapping[str, str]) -> str:
+    """Where the daemon runs: the user's home (`/` when there is none)."""
+    home = environ.get("HOME") or "/"
+    return home if os.path.isdir(home) else "/"
+
+
 def start_daemon(home: str, environ: Mapping[str, str], socket_path: str) -> tuple[socket.socket | None, str]:
     """Start the workstation daemon and connect to its MCP socket.
 
     Returns the connected socket (None when the daemon did not come up) and what to tell
     the user (the idle-exit warning, or why the daemon did not come up)."""
     idle, warning = idle_exit(environ)
-    logs = os.path.join(home, "logs")
-    stderr_path = os.path.join(logs, STDERR_FILE)
-    try:
-        os.makedirs(logs, mode=0o700, exist_ok=True)
-    except OSError:
-        pass  # the daemon's stderr falls back to /dev/null; its log says what failed
+    stderr_path = stderr_file(home)
     env = dict(environ)
     env[STARTED_BY_VARIABLE] = f"assern serve (pid {os.getpid()})"
-    cwd = environ.get("HOME") or "/"
-    if not os.path.isdir(cwd):
-        cwd = "/"
     try:
-        pid = spawn_detached(daemon_argv(sys.executable, idle), cwd=cwd, environ=env, stderr_path=stderr_path)
+        pid = spawn_detached(
+            daemon_argv(sys.executable, idle),
+            cwd=daemon_folder(environ),
+            environ=env,
+            stderr_path=stderr_path,
+        )
     except OSError as exc:
         return None, f"cannot start the workstation daemon: {exc.strerror or exc}"
     sock = wait_for_daemon(socket_path, pid)

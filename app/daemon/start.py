@@ -58,6 +58,8 @@ class Supersede:
     build: str
     reason: str
     deadline: float
+    #: replace only a daemon of this build (a client's upgrade: app/daemon/upgrade.py)
+    only: str | None = None
 
 
 #: The first descriptor a service manager passes (sd_listen_fds(3)).
@@ -114,6 +116,9 @@ def claim(assern_home: Path, environ: Mapping[str, str], supersede: Supersede | 
     lock.acquire(LOCK_TIMEOUT)
     try:
         seen, hello = look(slot, HELLO_TIMEOUT)
+        replaced = supersede is not None and supersede.only not in (None, (hello or {}).get("build"))
+        if seen is Seen.ANSWERED and replaced:  # another start replaced that build first
+            raise DaemonRunning((hello or {}).get("pid"), slot)
         if seen is Seen.ANSWERED and supersede is not None:
             mcp, control, predecessor = take_over(
                 slot, build=supersede.build, reason=supersede.reason, deadline=supersede.deadline

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -597,3 +598,53 @@ async def test_a_restart_hands_new_clients_to_a_new_daemon_while_the_old_finishe
     assert stopping == [f"superseded by {doc['build']}"]
     drained = events(assern_env, "daemon_drained")
     assert drained[0]["calls_cut"] == 0
+
+
+def newer_install(tmp_path: Path) -> dict[str, str]:
+    """A second install of this package, version 9.9.9, on PYTHONPATH (the environment
+    a client of that install runs `assern serve` with)."""
+    import assern.actors.identity
+
+    package = Path(assern.actors.identity.__file__).parent.parent  # src/assern, or site-packages/assern
+    target = tmp_path / "newer" / "assern"
+    skip = shutil.ignore_patterns("__pycache__")
+    for child in package.iterdir():
+        if child.name != "__pycache__" and child.is_dir():
+            shutil.copytree(child.resolve(), target / child.name, ignore=skip)
+    identity = target / "actors" / "identity.py"
+    identity.write_text(identity.read_text().replace('__version__ = "0.1.0"', '__version__ = "9.9.9"'))
+    return {"PYTHONPATH": str(tmp_path / "newer")}
+
+
+async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_joins(
+    assern_env: AssernEnv, tmp_path: Path
+) -> None:
+    _, b = two_projects(assern_env)
+    newer = newer_install(tmp_path)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            old_client = Session(serve_in(assern_env, b))
+            await nursery.start(old_client.run)
+            old = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            params = serve_in(assern_env, b)
+            upgraded = Session(params.model_copy(update={"env": {**(params.env or {}), **newer}}))
+            client = await nursery.start(upgraded.run)
+            assert text_of(await client.call_tool("alpha_echo", {"text": "upgraded"})) == "upgraded"
+            doc = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            assert doc["build"].startswith("9.9.9+")
+            assert doc["generation"] == 2
+            assert doc["predecessor"]["pid"] == old["pid"]
+            assert f"of build {doc['build']}" in doc["predecessor"]["reason"]
+            await wait_until(lambda: bool(events(assern_env, "daemon_stopped")), limit=60)
+            # A client of the older install joins the newer daemon as it is.
+            older = Session(serve_in(assern_env, b))
+            again = await nursery.start(older.run)
+            assert text_of(await again.call_tool("alpha_echo", {"text": "joined"})) == "joined"
+            now = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            assert now["pid"] == doc["pid"]
+            for session in (old_client, upgraded, older):
+                session.leave()
+    assert [e["reason"] for e in events(assern_env, "daemon_stopping")] == [f"superseded by {doc['build']}"]
+    met = events(assern_env, "daemon_build_differs")
+    differs = [(e["daemon_build"][:5], e["client_build"][:5]) for e in met]
+    assert differs == [("0.1.0", "9.9.9"), ("9.9.9", "0.1.0")]  # the newer client met it, then the older
