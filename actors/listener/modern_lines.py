@@ -187,6 +187,11 @@ class ModernLines:
         self._sdk_nursery: trio.Nursery | None = None
         self._out: SendRaw | None = None
 
+    def cancel_all(self) -> None:
+        """Cancel the plain requests still running."""
+        for scope in self._running.values():
+            scope.cancel()
+
     def in_flight(self) -> int:
         """The plain requests not answered yet (those the SDK's server took are its own)."""
         return len(self._running)

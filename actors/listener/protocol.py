@@ -169,6 +169,8 @@ class _Running:
     withdrawn: bool = False
     #: the client left: it is answered "Connection closed"
     closing: bool = False
+    #: what it is answered instead, when the server cut it (`ServerSession.cut`)
+    reason: str | None = None
 
 
 class ServerSession:
@@ -295,10 +297,10 @@ class ServerSession:
         except trio.Cancelled:
             # The whole connection is going: the client still gets an answer, if it can.
             if not answering and not running.withdrawn:
-                await self._write_closed(request_id)
+                await self._write_closed(request_id, running.reason)
             raise
         if running.closing and not answering:
-            await self._write_closed(request_id)
+            await self._write_closed(request_id, running.reason)
 
     async def _answer(self, request_id: RequestId, method: str, params: dict[str, Any] | None) -> bytes:
         try:
@@ -372,7 +374,15 @@ class ServerSession:
         except trio.BrokenResourceError:
             log.debug("client_gone_before_write")
 
-    async def _write_closed(self, request_id: RequestId) -> None:
-        closed = RpcError(types.CONNECTION_CLOSED, "Connection closed")
+    def cut(self, reason: str) -> None:
+        """The server stops serving this client: cancel what still runs for it, each
+        answered with `reason`."""
+        for running in self._running.values():
+            running.closing = True
+            running.reason = reason
+            running.scope.cancel()
+
+    async def _write_closed(self, request_id: RequestId, reason: str | None = None) -> None:
+        closed = RpcError(types.CONNECTION_CLOSED, reason or "Connection closed")
         with trio.move_on_after(CLOSE_WRITE_LIMIT, shield=True):
             await self._write(failure_line(request_id, closed))

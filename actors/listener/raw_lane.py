@@ -244,14 +244,14 @@ class RawLane:
             self._raw_origin_value = self._origin(protocol)
         return self._raw_origin_value
 
-    def cancel_all(self, *, answer: bool = True) -> None:
+    def cancel_all(self, *, answer: bool = True, reason: str = "Connection closed") -> None:
         """The client left: cancel its raw-lane calls still in flight at the backends.
 
         With `answer`, each is answered "Connection closed", as the session answers its
         own requests then, for a client that still reads after closing its side.
         """
         forwarded, self._forwarded = self._forwarded, {}
-        closed = RpcError(types.CONNECTION_CLOSED, "Connection closed")
+        closed = RpcError(types.CONNECTION_CLOSED, reason)
         for request_id, entry in forwarded.items():
             entry.cancel()
             if answer:

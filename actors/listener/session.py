@@ -187,6 +187,22 @@ class ClientConnection:
             count += self._modern_lines.in_flight()
         return count
 
+    def cut(self, reason: str) -> None:
+        """Stop what still runs for this client; each request is answered with `reason`
+        (a 2026-07-28 line client's plain requests are only cancelled)."""
+        if self._protocol is not None:
+            self._protocol.cut(reason)
+        self.lane.cancel_all(answer=True, reason=reason)
+        if self._modern_lines is not None:
+            self._modern_lines.cancel_all()
+
+    async def flushed(self, limit: float) -> None:
+        """Wait until what was written to the client went out (at most `limit` s)."""
+        out = self._out
+        if out is not None:
+            with trio.move_on_after(limit):
+                await out.drain()
+
     def tell(self, method: str, params: Mapping[str, Any]) -> bool:
         """Queue one notification of assern's own for the client's `assern serve` (the
         daemon's `assern/superseded`), whatever the client's era; False when this is not

@@ -84,6 +84,8 @@ log = structlog.get_logger()
 HELLO_TIMEOUT = 10.0
 #: What a daemon being superseded tells each session whose `assern serve` resumes sessions.
 SUPERSEDED = "assern/superseded"
+#: Seconds the requests cut at the drain deadline have to be answered and written.
+CUT_LIMIT = 2.0
 #: Seconds between two looks at what a draining daemon still runs.
 DRAIN_POLL = 0.05
 #: Seconds the daemon's status waits for its predecessor's answer.
@@ -315,13 +317,12 @@ class DaemonHost:
                 told.add(session.id)
         return told
 
+    def _connections(self) -> list[ClientConnection]:
+        return [c for view in self.views.values() for c in view.tree.listener.connections.values()]
+
     def calls_in_flight(self) -> int:
         """The requests of every session not answered yet."""
-        return sum(
-            connection.in_flight()
-            for view in self.views.values()
-            for connection in view.tree.listener.connections.values()
-        )
+        return sum(connection.in_flight() for connection in self._connections())
 
     async def _drain(self, build: str, deadline: float, told: set[str]) -> None:
         """Wait until no call runs and every session told has moved on; then stop."""
@@ -332,6 +333,10 @@ class DaemonHost:
         left = self.calls_in_flight()
         if waited.cancelled_caught:
             log.warning("daemon_drain_deadline", deadline_s=deadline, calls_in_flight=left)
+            await self._cut_all(
+                f"the assern daemon was superseded by build {build} and its drain deadline of "
+                f"{deadline:g} s passed while this request ran; it was not retried"
+            )
         log.info("daemon_drained", drain_s=round(trio.current_time() - started, 3), calls_cut=left)
         self.shutdown(f"superseded by {build}")
 
@@ -370,6 +375,18 @@ class DaemonHost:
         predecessor.draining = False
         predecessor.calls_in_flight = 0
         log.info("daemon_predecessor_gone", predecessor_pid=predecessor.pid)
+
+    async def _cut_all(self, reason: str) -> None:
+        """Answer every request still running with `reason` and let the answers go out."""
+        connections = self._connections()
+        for connection in connections:
+            connection.cut(reason)
+        with trio.move_on_after(CUT_LIMIT):
+            while self.calls_in_flight():  # noqa: ASYNC110 - counts kept elsewhere
+                await trio.sleep(DRAIN_POLL)
+            await trio.lowlevel.checkpoint()  # the cut requests' own answers are written by now
+            for connection in connections:
+                await connection.flushed(CUT_LIMIT)
 
     def _predecessor_doc(self) -> dict[str, Any] | None:
         predecessor = self.predecessor

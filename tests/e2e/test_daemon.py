@@ -648,3 +648,33 @@ async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_
     met = events(assern_env, "daemon_build_differs")
     differs = [(e["daemon_build"][:5], e["client_build"][:5]) for e in met]
     assert differs == [("0.1.0", "9.9.9"), ("9.9.9", "0.1.0")]  # the newer client met it, then the older
+
+
+async def test_a_call_still_running_at_the_drain_deadline_gets_a_clear_error(
+    assern_env: AssernEnv, tmp_path: Path
+) -> None:
+    _, b = two_projects(assern_env)
+    gate = tmp_path / "never"
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            first = Session(serve_in(assern_env, b))
+            client = await nursery.start(first.run)
+            failed: list[str] = []
+
+            async def held_call() -> None:
+                with pytest.raises(MCPError) as raised:
+                    await client.call_tool("alpha_gate", {"path": str(gate)})
+                failed.append(str(raised.value))
+
+            nursery.start_soon(held_call)
+            await in_flight(assern_env, b)
+            restarted = await ctl(assern_env, "daemon", "restart", "--drain", "1", cwd=b)
+            assert restarted.returncode == 0, restarted.stderr.decode()
+            await wait_until(lambda: bool(failed), limit=30)
+            first.leave()
+    assert "was superseded by build" in failed[0], failed
+    assert "drain deadline of 1 s passed while this request ran; it was not retried" in failed[0]
+    await wait_until(lambda: bool(events(assern_env, "daemon_drained")), limit=30)
+    (drained,) = events(assern_env, "daemon_drained")
+    assert drained["calls_cut"] == 1
+    assert events(assern_env, "daemon_drain_deadline")
