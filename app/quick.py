@@ -34,7 +34,7 @@ from assern.app.daemon.launch import (
     start_daemon,
     stderr_file,
 )
-from assern.app.daemon.upgrade import should_supersede, supersede_argv, wait_for_build
+from assern.app.daemon.upgrade import should_supersede, supersede_argv, wait_for_successor
 from assern.app.hint import (
     PROFILE_VARIABLE,
     config_environ,
@@ -123,7 +123,7 @@ def _greet(sock: socket.socket, hello: bytes) -> dict[str, Any] | int | None:
 
 
 def _upgrade(
-    home: str, environ: Mapping[str, str], folder: str, mine: str, theirs: str, hello: bytes
+    home: str, environ: Mapping[str, str], folder: str, mine: str, theirs: str, old_pid: object, hello: bytes
 ) -> tuple[socket.socket, dict[str, Any]] | None:
     """Replace the daemon of build `theirs` by one of this install (app/daemon/upgrade.py)
     and join it; None (the old daemon serves this client) when that did not happen."""
@@ -143,7 +143,7 @@ def _upgrade(
         spawn_detached(argv, cwd=daemon_folder(environ), environ=env, stderr_path=stderr_file(home))
     except OSError:
         return None
-    if not wait_for_build(daemon_hello, mine, START_TIMEOUT):
+    if not wait_for_successor(daemon_hello, mine, old_pid, START_TIMEOUT):
         print(
             f"assern: warning: the daemon of build {mine} did not take over; joined build {theirs}",
             file=sys.stderr,
@@ -200,10 +200,14 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
         return greeted
     theirs = greeted.get("build")
     started_at = greeted.get("started_at")
+    python = greeted.get("python")
     if isinstance(theirs, str) and should_supersede(
-        mine, theirs, their_started_at=started_at if isinstance(started_at, int | float) else None
+        mine,
+        theirs,
+        their_started_at=started_at if isinstance(started_at, int | float) else None,
+        same_interpreter=python in (None, sys.executable),
     ):
-        upgraded = _upgrade(home, environ, folder, mine, theirs, hello)
+        upgraded = _upgrade(home, environ, folder, mine, theirs, greeted.get("pid"), hello)
         if upgraded is not None:
             sock.close()
             sock, greeted = upgraded

@@ -32,6 +32,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -483,6 +484,8 @@ class DaemonHost:
                 "build": self.build,
                 "protocol": PROTOCOL,
                 "started_at": self.started_at,
+                "pid": os.getpid(),
+                "python": sys.executable,
                 "view": view.label,
                 "project": config.project,
                 "warnings": [*config.warnings, *config.trust.lines()],

@@ -6,8 +6,9 @@ supersedes the daemon (app/daemon/supersede.py) only if this install is the newe
 - a higher version than the daemon's (an upgrade): supersede;
 - a lower version (an older install's client): join the newer daemon as it is, as long
   as it reads this hello's protocol (a daemon that does not says what to do);
-- the same version with other files (a checkout edited, a reinstall): supersede only if
-  one of this install's files changed after the daemon started. Two installs used side
+- the same version with other files (a checkout edited, a reinstall), or the same build
+  run by another interpreter (a new virtualenv): supersede only if one of this install's
+  files, or its interpreter's path, changed after the daemon started. Two installs used side
   by side that both stay unchanged then share whichever daemon started last, instead of
   replacing each other at every client start.
 
@@ -20,6 +21,8 @@ Standard library only.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 from assern.app.daemon.identity import PACKAGE_ROOT, package_files
@@ -38,16 +41,27 @@ def version_key(version: str) -> tuple[tuple[int, str], ...]:
     return tuple(parts)
 
 
-def newest_file_ns(root: str = PACKAGE_ROOT) -> int:
-    """The latest modification time (ns) of this install's shipped files."""
-    return max((stat[2] for stat, _ in package_files(root)), default=0)
+def newest_file_ns(root: str = PACKAGE_ROOT, python: str = sys.executable) -> int:
+    """The latest modification time (ns) of this install's shipped files and of its
+    interpreter's path (a virtualenv made after the daemon started is newer)."""
+    try:
+        interpreter = os.lstat(python).st_mtime_ns
+    except OSError:
+        interpreter = 0
+    return max(interpreter, max((stat[2] for stat, _ in package_files(root)), default=0))
 
 
 def should_supersede(
-    mine: str, theirs: str, *, their_started_at: float | None, newest_ns: Callable[[], int] = newest_file_ns
+    mine: str,
+    theirs: str,
+    *,
+    their_started_at: float | None,
+    same_interpreter: bool = True,
+    newest_ns: Callable[[], int] = newest_file_ns,
 ) -> bool:
-    """Whether a shim of build `mine` replaces the daemon of build `theirs` (see the module)."""
-    if mine == theirs:
+    """Whether a shim of build `mine` replaces the daemon of build `theirs` (see the module);
+    a daemon run by another interpreter counts as another build of the same version."""
+    if mine == theirs and same_interpreter:
         return False
     my_version, their_version = mine.partition("+")[0], theirs.partition("+")[0]
     if version_key(my_version) != version_key(their_version):
@@ -57,12 +71,15 @@ def should_supersede(
     return newest_ns() / 1e9 > their_started_at
 
 
-def wait_for_build(hello: Callable[[], Mapping[str, object] | None], build: str, timeout: float) -> bool:
-    """Ask `hello` until the daemon answering is of `build` (True) or `timeout` passes."""
+def wait_for_successor(
+    hello: Callable[[], Mapping[str, object] | None], build: str, old_pid: object, timeout: float
+) -> bool:
+    """Ask `hello` until a daemon of `build` other than `old_pid` answers (True) or
+    `timeout` passes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = hello()
-        if found is not None and found.get("build") == build:
+        if found is not None and found.get("build") == build and found.get("pid") != old_pid:
             return True
         time.sleep(0.02)
     return False
@@ -73,4 +90,4 @@ def supersede_argv(argv: list[str], their_build: str) -> list[str]:
     return [*argv, "--supersede", their_build]
 
 
-__all__ = ["newest_file_ns", "should_supersede", "supersede_argv", "version_key", "wait_for_build"]
+__all__ = ["newest_file_ns", "should_supersede", "supersede_argv", "version_key", "wait_for_successor"]

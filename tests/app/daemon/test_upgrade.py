@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from assern.app.daemon.upgrade import should_supersede, supersede_argv, version_key, wait_for_build
+from assern.app.daemon.upgrade import should_supersede, supersede_argv, version_key, wait_for_successor
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,20 @@ def test_the_successor_replaces_only_the_build_it_met() -> None:
     ]
 
 
-def test_waiting_for_a_build_ends_when_it_answers_or_after_its_bound() -> None:
-    answers = iter([None, {"build": "old"}, {"build": "new"}])
-    assert wait_for_build(lambda: next(answers), "new", timeout=30)
-    assert not wait_for_build(lambda: {"build": "old"}, "new", timeout=0.05)
+def test_waiting_for_the_successor_ends_when_it_answers_or_after_its_bound() -> None:
+    answers = iter([None, {"build": "old", "pid": 1}, {"build": "new", "pid": 1}, {"build": "new", "pid": 2}])
+    assert wait_for_successor(lambda: next(answers), "new", 1, timeout=30)
+    assert not wait_for_successor(lambda: {"build": "new", "pid": 1}, "new", 1, timeout=0.05)
+
+
+def test_the_same_build_under_another_interpreter_supersedes_only_when_that_is_newer() -> None:
+    later, earlier = 1_001 * 10**9, 999 * 10**9
+
+    def supersedes(newest: int) -> bool:
+        build = "0.1.0+aaa"
+        return should_supersede(
+            build, build, their_started_at=1_000.0, same_interpreter=False, newest_ns=lambda: newest
+        )
+
+    assert supersedes(later)
+    assert not supersedes(earlier)
