@@ -25,6 +25,7 @@ from instances import (
     ctl,
     ctl_json,
     events,
+    in_flight,
     reap,
     serve_in,
     socket_dir,
@@ -543,15 +544,6 @@ async def test_the_daemons_status_page_shows_its_sessions_and_shared_backends(as
             assert "echo" in page  # the last calls of every view
             assert "an-argument-never-shown" not in page
             in_a.leave()
-
-
-async def in_flight(env: AssernEnv, folder: Path) -> None:
-    """Until the daemon says a call is in flight."""
-    while True:
-        doc = (await ctl_json(env, "status", cwd=folder))["workstation"]["daemon"]
-        if doc["calls_in_flight"]:
-            return
-        await trio.sleep(0.05)
 
 
 async def test_a_restart_hands_new_clients_to_a_new_daemon_while_the_old_finishes_its_call(
