@@ -194,6 +194,8 @@ class Handover:
                         _write_all(self.stdout, line)
         except OSError:
             pass
+        for link in (self.current, *self.draining):
+            link.sock.close()
         return "client"
 
     def _from_client(self) -> bool:
