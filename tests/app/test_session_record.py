@@ -34,7 +34,8 @@ def test_the_handshake_log_level_and_subscriptions_are_kept() -> None:
     for n, uri in enumerate(("a://1", "a://2", "a://3")):
         record.from_client(line(id=10 + n, method="resources/subscribe", params={"uri": uri}), 0)
     record.from_client(line(id=20, method="resources/unsubscribe", params={"uri": "a://2"}), 0)
-    assert record.initialize is not None and record.initialize["params"] == INIT
+    assert record.initialize is not None
+    assert record.initialize["params"] == INIT
     assert record.initialized
     assert record.log_level == "debug"
     assert list(record.subscriptions) == ["a://1", "a://3"]
@@ -83,7 +84,8 @@ def test_replay_sends_the_handshake_state_and_lists_under_own_ids() -> None:
     first = record.initialize_line()
     assert first is not None
     init = json.loads(first)
-    assert init["method"] == "initialize" and init["params"] == INIT
+    assert init["method"] == "initialize"
+    assert init["params"] == INIT
     assert init["id"].startswith(OWN_PREFIX)
     sent = parsed(record.replay(1))
     assert [m.get("method") for m in sent] == [
@@ -109,11 +111,13 @@ def test_own_answers_are_swallowed_and_a_changed_list_says_list_changed() -> Non
     same = line(id=ident, result=TOOLS)
     assert not record.from_daemon(same, 1)
     answer = record.own_answer(same)
-    assert answer is not None and answer[0] == "tools/list"
+    assert answer is not None
+    assert answer[0] == "tools/list"
     assert record.changed("tools/list", answer[1]["result"]) is None
     more = {"tools": [*TOOLS["tools"], {"name": "gamma_echo", "inputSchema": {"type": "object"}}]}
     notice = record.changed("tools/list", more)
-    assert notice is not None and json.loads(notice) == {
+    assert notice is not None
+    assert json.loads(notice) == {
         "jsonrpc": "2.0",
         "method": "notifications/tools/list_changed",
     }
