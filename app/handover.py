@@ -171,8 +171,6 @@ class Handover:
                     else:
                         self._from_daemon(key.data)
                 self._check_liveness()
-                if self.record.superseded is not None:
-                    self._supersede()
 
     def _client_ended(self) -> str:
         """Our client closed stdin: shut the write side so the daemon ends the session,
@@ -190,8 +188,7 @@ class Handover:
                 if not chunk:
                     break
                 for line in self.current.lines(chunk):
-                    if self.record.from_daemon(line, self.current.number):
-                        _write_all(self.stdout, line)
+                    self._daemon_line(line, self.current)
         except OSError:
             pass
         for link in (self.current, *self.draining):
@@ -239,21 +236,21 @@ class Handover:
         link.ping_sent = None
         for line in link.lines(chunk):
             self._daemon_line(line, link)
+        if self.record.superseded is not None:
+            self._supersede()  # before any later line of the client is sent
         if link is self.current and not self.record.in_flight(link.number):
             self.waiting_since = None
         if link in self.draining and not self.record.in_flight(link.number):
             self._close(link)
 
     def _daemon_line(self, line: bytes, link: Link) -> None:
-        own = self.record.own_answer(line)
-        if own is not None:
-            method, message = own
-            notice = self.record.changed(method, message.get("result"))
+        seen = self.record.from_daemon(line, link.number)
+        if seen is True:
+            _write_all(self.stdout, line)
+        elif seen is not False:
+            notice = self.record.changed(*seen)
             if notice is not None:
                 _write_all(self.stdout, notice)
-            return
-        if self.record.from_daemon(line, link.number):
-            _write_all(self.stdout, line)
 
     def _close(self, link: Link) -> None:
         try:
@@ -439,7 +436,10 @@ class Handover:
                     return None
                 answered = False
                 for got in link.lines(chunk):
-                    if self.record.own_answer(got) is not None:
+                    # The rest is seen again, in order, once the session is replayed
+                    # (what the record keeps of a notification or a request is kept twice
+                    # alike; no answer to the client can come before the replay).
+                    if not answered and isinstance(self.record.from_daemon(got, link.number), tuple):
                         answered = True
                     else:
                         early.append(got)

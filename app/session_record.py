@@ -26,6 +26,7 @@ Pure logic, standard library only (it runs in the bridge after `python -I -S`).
 from __future__ import annotations
 
 import json
+import re
 
 try:  # the builtin module hashlib wraps (hashlib would map OpenSSL; app/daemon/identity.py)
     from _blake2 import blake2b
@@ -53,13 +54,17 @@ OWN_PREFIX = "assern-handover-"
 
 #: Dropped, not forwarded anywhere.
 DROP = -1
+#: A daemon line longer than this that starts as an answer is not parsed whole.
+SMALL_LINE = 1024
+_RESPONSE_HEAD = re.compile(rb'\{"jsonrpc":\s*"2\.0",\s*"id":\s*(-?\d+|"[^"\\]*")\s*,\s*"(?:result|error)"')
 
 
-def _key(ident: object) -> str | None:
-    """A request id as a dictionary key (`1` and `"1"` differ); None for no valid id."""
+def _key(ident: object) -> int | str | None:
+    """A request id as a dictionary key (`1` and `"1"` differ as keys); None for no
+    valid id."""
     if isinstance(ident, bool) or not isinstance(ident, int | str):
         return None
-    return json.dumps(ident)
+    return ident
 
 
 def digest(result: object, field: str) -> str | None:
@@ -97,16 +102,16 @@ class SessionRecord:
         self.initialized = False
         self.log_level: str | None = None
         self.subscriptions: dict[str, None] = {}  # ordered set of URIs
-        #: client request key -> [id, method, link, the request message]
-        self.client_requests: dict[str, list[Any]] = {}
-        #: daemon request key -> link
-        self.daemon_requests: dict[str, int] = {}
-        #: keys of requests of daemons that are gone: the client's answers are dropped
-        self.dead_daemon_requests: set[str] = set()
+        #: client request id -> [id, method, link, the request message]
+        self.client_requests: dict[int | str, list[Any]] = {}
+        #: daemon request id -> link
+        self.daemon_requests: dict[int | str, int] = {}
+        #: ids of requests of daemons that are gone: the client's answers are dropped
+        self.dead_daemon_requests: set[int | str] = set()
         #: list method -> (digest, the client's request that got it)
         self.lists: dict[str, tuple[str, dict[str, Any]]] = {}
-        #: own request key -> what it was for (a method)
-        self.own: dict[str, str] = {}
+        #: own request id -> what it was for (a method)
+        self.own: dict[int | str, str] = {}
         self._own_count = 0
         self.superseded: dict[str, Any] | None = None
 
@@ -128,7 +133,8 @@ class SessionRecord:
             if method == "notifications/initialized":
                 self.initialized = True
             elif method == "notifications/cancelled":
-                held = self.client_requests.get(_key(params.get("requestId")) or "")
+                cancelled = _key(params.get("requestId"))
+                held = None if cancelled is None else self.client_requests.get(cancelled)
                 if held is not None:
                     return int(held[2])
             return link
@@ -142,7 +148,7 @@ class SessionRecord:
         return link
 
     def _client_request(
-        self, key: str, method: str, params: dict[str, Any], message: dict[str, Any], link: int
+        self, key: int | str, method: str, params: dict[str, Any], message: dict[str, Any], link: int
     ) -> None:
         if method == "initialize":
             self.initialize = message
@@ -156,54 +162,58 @@ class SessionRecord:
 
     # ------------------------------------------------------------------ from a daemon
 
-    def from_daemon(self, line: bytes, link: int) -> bool:
-        """Record a daemon's line; whether it goes on to the client."""
+    def from_daemon(self, line: bytes, link: int) -> bool | tuple[str, object]:
+        """Record a daemon's line: whether it goes on to the client, or, for the answer
+        to one of the bridge's own requests, its method and result (never forwarded).
+
+        A long answer is not parsed whole unless it is a list's: its id is read from the
+        head of the line as the daemon writes it (`{"jsonrpc":"2.0","id":...,"result"`)."""
+        if len(line) > SMALL_LINE:
+            head = _RESPONSE_HEAD.match(line)
+            if head is not None:
+                return self._answer(json.loads(head.group(1)), line, None, link)
         message = _parse(line)
         if message is None:
             return True
         method = message.get("method")
-        key = _key(message.get("id"))
-        if isinstance(method, str):
-            if key is not None:
-                self.daemon_requests[key] = link
-                self.dead_daemon_requests.discard(key)  # a new daemon's request of that id
-                return True
-            if method == "assern/superseded":
-                params = message.get("params")
-                self.superseded = params if isinstance(params, dict) else {}
-                return False
+        ident = _key(message.get("id"))
+        if not isinstance(method, str):
+            return True if ident is None else self._answer(ident, line, message, link)
+        if ident is not None:
+            self.daemon_requests[ident] = link
+            self.dead_daemon_requests.discard(ident)  # a new daemon's request of that id
             return True
-        if key is None:
-            return True
-        if key in self.own:
-            return False  # the bridge's own answers are read by `own_answer`
-        held = self.client_requests.get(key)
+        if method == "assern/superseded":
+            params = message.get("params")
+            self.superseded = params if isinstance(params, dict) else {}
+            return False
+        return True
+
+    def _answer(
+        self, ident: int | str, line: bytes, message: dict[str, Any] | None, link: int
+    ) -> bool | tuple[str, object]:
+        """An answer of daemon `link` to request `ident` (`message`: parsed, if it was)."""
+        if ident in self.own:
+            whole = message if message is not None else _parse(line)
+            return self.own.pop(ident), (whole or {}).get("result")
+        held = self.client_requests.get(ident)
         if held is None:
             return True
         if held[2] != link:
             return False  # an old daemon's answer to a request moved on
-        del self.client_requests[key]
-        self._keep_list(held[1], held[3], message.get("result"))
+        del self.client_requests[ident]
+        if held[1] in LISTS:
+            whole = message if message is not None else _parse(line)
+            self._keep_list(held[1], held[3], (whole or {}).get("result"))
         return True
 
     def _keep_list(self, method: str, request: dict[str, Any], result: object) -> None:
         params = request.get("params")
-        if method not in LISTS or (isinstance(params, dict) and params.get("cursor") is not None):
+        if isinstance(params, dict) and params.get("cursor") is not None:
             return
         found = digest(result, LISTS[method][0])
         if found is not None:
             self.lists[method] = (found, request)
-
-    def own_answer(self, line: bytes) -> tuple[str, dict[str, Any]] | None:
-        """When `line` answers one of the bridge's own requests: its method and message
-        (forgotten here); else None."""
-        message = _parse(line)
-        if message is None or "method" in message:
-            return None
-        key = _key(message.get("id"))
-        if key is None or key not in self.own:
-            return None
-        return self.own.pop(key), message
 
     def changed(self, method: str, result: object) -> bytes | None:
         """The `list_changed` notification the client must get when a new daemon's answer
@@ -256,7 +266,7 @@ class SessionRecord:
         """A request of the bridge's own (its answer is never forwarded)."""
         self._own_count += 1
         ident = f"{OWN_PREFIX}{self._own_count}"
-        self.own[json.dumps(ident)] = method
+        self.own[ident] = method
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": ident, "method": method}
         if params is not None:
             message["params"] = params

@@ -47,6 +47,7 @@ class NewDaemon:
     def __init__(self, path: Path, tools: dict[str, Any]) -> None:
         self.tools = tools
         self.got: list[dict[str, Any]] = []
+        self.joined = threading.Event()
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(str(path))
         self.listener.listen(4)
@@ -62,6 +63,8 @@ class NewDaemon:
         while (message := lines.next()) is not None:
             self.got.append(message)
             method = message.get("method")
+            if method == "notifications/initialized":
+                self.joined.set()
             if method == "assern/hello":
                 send(conn, method="assern/welcome", params={"build": "b"})
             elif "id" in message and method == "tools/list":
@@ -157,6 +160,7 @@ def test_superseded_moves_new_requests_while_the_old_daemon_finishes_its_call(
     bridge.say(id=2, method="tools/call", params={"name": "alpha_echo", "arguments": {"text": "held"}})
     assert bridge.old_lines.next() is not None
     send(bridge.old, method="assern/superseded", params={"build": "0.2+ab"})
+    assert new.joined.wait(10)
     bridge.say(id=3, method="tools/call", params={"name": "alpha_echo", "arguments": {"text": "new"}})
     assert bridge.client.next() == {"jsonrpc": "2.0", "id": 3, "result": {"text": "new"}}
     send(bridge.old, id=2, result={"text": "held"})  # the call in flight finishes where it ran

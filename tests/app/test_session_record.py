@@ -49,7 +49,7 @@ def test_requests_in_flight_are_counted_until_answered_on_their_own_link() -> No
     assert record.from_daemon(line(id=5, result={}), 0)
     assert record.waiting(0) == 1
     # an answer of another link to a request it does not hold goes nowhere
-    assert not record.from_daemon(line(id="s", result={}), 1)
+    assert record.from_daemon(line(id="s", result={}), 1) is False
     assert record.waiting(0) == 1
 
 
@@ -109,11 +109,9 @@ def test_own_answers_are_swallowed_and_a_changed_list_says_list_changed() -> Non
     sent = parsed(record.replay(1))
     ident = sent[-1]["id"]
     same = line(id=ident, result=TOOLS)
-    assert not record.from_daemon(same, 1)
-    answer = record.own_answer(same)
-    assert answer is not None
-    assert answer[0] == "tools/list"
-    assert record.changed("tools/list", answer[1]["result"]) is None
+    answer = record.from_daemon(same, 1)
+    assert answer == ("tools/list", TOOLS)
+    assert record.changed(*answer) is None
     more = {"tools": [*TOOLS["tools"], {"name": "gamma_echo", "inputSchema": {"type": "object"}}]}
     notice = record.changed("tools/list", more)
     assert notice is not None
@@ -143,7 +141,7 @@ def test_a_2026_client_has_no_initialize_to_replay() -> None:
 
 def test_superseded_is_kept_not_forwarded() -> None:
     record = initialized_session()
-    assert not record.from_daemon(line(method="assern/superseded", params={"build": "0.2+ab"}), 0)
+    assert record.from_daemon(line(method="assern/superseded", params={"build": "0.2+ab"}), 0) is False
     assert record.superseded == {"build": "0.2+ab"}
 
 
@@ -151,8 +149,7 @@ def test_lines_that_are_not_json_objects_pass_unchanged() -> None:
     record = SessionRecord()
     for bad in (b"not json\n", b"[1, 2]\n", b"\n"):
         assert record.from_client(bad, 3) == 3
-        assert record.from_daemon(bad, 3)
-        assert record.own_answer(bad) is None
+        assert record.from_daemon(bad, 3) is True
 
 
 def test_digest_ignores_order_of_keys_and_rejects_what_is_no_list() -> None:
@@ -161,6 +158,27 @@ def test_digest_ignores_order_of_keys_and_rejects_what_is_no_list() -> None:
     assert digest(a, "tools") == digest(b, "tools")
     assert digest({"tools": "x"}, "tools") is None
     assert digest(None, "tools") is None
+
+
+def test_a_long_answer_is_matched_by_its_head_and_a_long_list_still_kept() -> None:
+    record = initialized_session()
+    big = {"content": [{"type": "text", "text": "x" * 5000}]}
+    record.from_client(line(id=8, method="tools/call"), 0)
+    assert (
+        record.from_daemon(b'{"jsonrpc":"2.0","id":8,"result":' + json.dumps(big).encode() + b"}\n", 0)
+        is True
+    )
+    assert record.waiting(0) == 0
+    many = {"tools": [{"name": f"t{n}", "inputSchema": {"type": "object"}} for n in range(200)]}
+    record.from_client(line(id="l", method="tools/list"), 0)
+    assert record.from_daemon(line(id="l", result=many), 0) is True
+    assert record.lists["tools/list"][0] == digest(many, "tools")
+    # an answer the head does not match (another key order) is parsed whole
+    record.from_client(line(id=9, method="tools/call"), 0)
+    other = json.dumps({"id": 9, "jsonrpc": "2.0", "result": big}).encode() + b"\n"
+    assert record.from_daemon(other, 1) is False  # link 1 does not hold it
+    assert record.from_daemon(other, 0) is True
+    assert record.waiting(0) == 0
 
 
 def test_fail_all_answers_every_request_with_why() -> None:
