@@ -58,8 +58,14 @@ def world(root: Path) -> dict[str, str]:
     for folder in (home, assern_home, work):
         folder.mkdir(parents=True)
     args = json.dumps([str(HERE / "bench_server.py"), "--name", "b01", "--tools", "3"])
-    (assern_home / "config.toml").write_text(f"[servers.b01]\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n")
-    return {"HOME": str(home), "ASSERN_HOME": str(assern_home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    (assern_home / "config.toml").write_text(
+        f"[servers.b01]\ncommand = {json.dumps(sys.executable)}\nargs = {args}\n"
+    )
+    return {
+        "HOME": str(home),
+        "ASSERN_HOME": str(assern_home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    }
 
 
 class Shim:
@@ -87,7 +93,11 @@ class Shim:
                 return answer
 
     def start(self) -> Shim:
-        hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        }
         self.ask("initialize", hello)
         assert self.process.stdin is not None
         self.process.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -131,7 +141,9 @@ def socket_file(env: dict[str, str]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--calls", type=int, default=1000, help="calls through each bridge (1000)")
     parser.add_argument("--block", type=int, default=25, help="calls per block (25)")
     parser.add_argument("--exits", type=int, default=5, help="exits timed of each kind and way (5)")
@@ -167,7 +179,9 @@ def main() -> None:
                     for kind, shim in shims(env, root).items():
                         figures[kind][f"exit_{how}_ms"].append(shim.exit_seconds(how) * 1000)
         finally:
-            subprocess.run([script("assernctl"), "shutdown"], env=env, cwd=root, capture_output=True, check=False)
+            subprocess.run(
+                [script("assernctl"), "shutdown"], env=env, cwd=root, capture_output=True, check=False
+            )
     for kind in ("bytes", "resuming"):
         f = figures[kind]
         print(
