@@ -8,7 +8,9 @@ the client's lines and the daemon's lines as JSON-RPC (a line it cannot parse pa
 unchanged) and shows them to a `SessionRecord` (app/session_record.py).
 
 When the daemon goes away without our client having caused it (the socket ends or
-fails, or the liveness check below gives up on it), the bridge:
+fails, or the liveness check below gives up on it), and not on purpose (a daemon that
+stops, `assernctl shutdown` or SIGTERM, removes its socket file first: its sessions end
+with it, as app/bridge.py's did), the bridge:
 
 1. answers each client request that was in flight there with an error ("the assern
    daemon stopped while this request ran; it was not retried"), at once: never a hang,
@@ -31,7 +33,7 @@ with status 1.
 
 Liveness: a daemon that hangs without dying. Only while a client request waits and the
 daemon has sent nothing for `ASSERN_DAEMON_LIVENESS` seconds (default `LIVENESS`) does
-the bridge send a `ping` of its own; a daemon that answers nothing within as long again
+the bridge send a request of its own (`SessionRecord.probe`); a daemon that answers nothing within as long again
 is treated as gone (the bound: twice the setting). The call path pays one clock reading
 per line.
 
@@ -81,6 +83,7 @@ LIVENESS = 10.0
 LIVENESS_VARIABLE = "ASSERN_DAEMON_LIVENESS"
 RETRY_PAUSE = 0.05
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_STOPPED = "the assern daemon was stopped while this request ran"
 _GIVE_UP = "the assern daemon stopped and no daemon answered within {:g} s; this request was not sent"
 
 
@@ -105,6 +108,28 @@ def _stop(signum: int, _frame: FrameType | None) -> None:
 
 class Gone(Exception):
     """No daemon could be joined within the resume's bound (the message says why)."""
+
+
+class Ended(Gone):
+    """The daemon was stopped on purpose: its socket file is gone with it."""
+
+
+def _relay(fd: int) -> int:
+    """The read end of a pipe that a thread fills from `fd` (which epoll cannot watch)."""
+    import threading
+
+    read_end, write_end = os.pipe()
+
+    def copy() -> None:
+        try:
+            while chunk := os.read(fd, CHUNK):
+                _write_all(write_end, chunk)
+        except OSError:
+            pass
+        os.close(write_end)
+
+    threading.Thread(target=copy, name="assern-stdin", daemon=True).start()
+    return read_end
 
 
 class Link:
@@ -159,7 +184,11 @@ class Handover:
         """Bridge until the client ends ("client") or no daemon could be joined ("gone")."""
         selector = selectors.DefaultSelector()
         self.selector = selector
-        selector.register(self.stdin, selectors.EVENT_READ, None)
+        try:
+            selector.register(self.stdin, selectors.EVENT_READ, None)
+        except (PermissionError, ValueError):  # a file or /dev/null: epoll refuses them
+            self.stdin = _relay(self.stdin)
+            selector.register(self.stdin, selectors.EVENT_READ, None)
         selector.register(self.current.sock, selectors.EVENT_READ, self.current)
         with selector:
             while True:
@@ -282,7 +311,7 @@ class Handover:
         if now - max(link.heard, self.waiting_since) >= self.liveness:
             link.ping_sent = now
             try:
-                link.sock.sendall(self.record.own_request("ping"))
+                link.sock.sendall(self.record.probe())
             except OSError:
                 self._lost(link)
 
@@ -296,6 +325,10 @@ class Handover:
         self._close(link)
         if link is not self.current:
             return
+        if why == "stopped" and not os.path.exists(self.join["socket"]):
+            # `assernctl shutdown`, SIGTERM: a daemon that stops removes its socket file
+            # (a killed one leaves it; a successor's is there): the session ends with it.
+            raise Ended("the assern daemon was stopped", len(errors))
         started = time.monotonic()
         try:
             self._join(self.current.number + 1)
@@ -464,13 +497,17 @@ def run_handover(
         return 128 + stop.signum
     except Gone as gone:
         message = str(gone.args[0])
-        for error in handover.record.fail_all(_GIVE_UP.format(RESUME_TIMEOUT)):
+        why = _STOPPED if isinstance(gone, Ended) else _GIVE_UP.format(RESUME_TIMEOUT)
+        for error in handover.record.fail_all(why):
             try:
                 _write_all(handover.stdout, error)
             except OSError:
                 break
         log_event(log_file, log_level, "proxy_stopped", ended_by="primary", slot="daemon", error=message)
-        print(f"assern: no daemon to resume this session on: {message}", file=sys.stderr, flush=True)
+        if isinstance(gone, Ended):
+            print("assern: the shared instance closed the connection", file=sys.stderr, flush=True)
+        else:
+            print(f"assern: no daemon to resume this session on: {message}", file=sys.stderr, flush=True)
         return 1
     log_event(log_file, log_level, "proxy_stopped", ended_by=ended, slot="daemon", resumes=handover.resumes)
     return 0

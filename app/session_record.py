@@ -114,6 +114,9 @@ class SessionRecord:
         self.own: dict[int | str, str] = {}
         self._own_count = 0
         self.superseded: dict[str, Any] | None = None
+        #: the `_meta` of the client's last request (a 2026-07-28 client's carries its
+        #: protocol version, which every request of that era must)
+        self.meta: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ from the client
 
@@ -159,6 +162,8 @@ class SessionRecord:
         elif method == "resources/unsubscribe" and isinstance(params.get("uri"), str):
             self.subscriptions.pop(params["uri"], None)
         self.client_requests[key] = [message.get("id"), method, link, message]
+        if isinstance(params.get("_meta"), dict):
+            self.meta = params["_meta"]
 
     # ------------------------------------------------------------------ from a daemon
 
@@ -271,6 +276,14 @@ class SessionRecord:
         if params is not None:
             message["params"] = params
         return line_of(message)
+
+    def probe(self) -> bytes:
+        """A request of the bridge's own that any daemon answers at once, whatever it is
+        busy with: `ping` in a session that was initialized, `server/discover` (with the
+        client's `_meta`) for a 2026-07-28 client, whose era has no `ping`."""
+        if self.initialize is not None or self.meta is None:
+            return self.own_request("ping")
+        return self.own_request("server/discover", {"_meta": self.meta})
 
     def initialize_line(self) -> bytes | None:
         """The client's `initialize`, under an id of the bridge's own; None for a client

@@ -187,3 +187,14 @@ def test_fail_all_answers_every_request_with_why() -> None:
     record.from_client(line(id=2, method="subscriptions/listen"), 0)
     assert parsed(record.fail_all("gone")) == parsed([lost_error(1, "gone"), lost_error(2, "gone")])
     assert record.waiting(0) == 0
+
+
+def test_the_liveness_probe_is_one_each_era_answers() -> None:
+    assert json.loads(initialized_session().probe())["method"] == "ping"
+    modern = SessionRecord()
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    modern.from_client(line(id=1, method="tools/call", params={"name": "x", "_meta": meta}), 0)
+    probe = json.loads(modern.probe())
+    assert probe["method"] == "server/discover"
+    assert probe["params"] == {"_meta": meta}
+    assert probe["id"].startswith(OWN_PREFIX)

@@ -139,3 +139,16 @@ async def test_a_daemon_that_hangs_is_found_by_the_liveness_check(
             assert text_of(await client.call_tool("alpha_echo", {"text": "after"})) == "after"
     resumed = events(assern_env, "session_resumed")
     assert [(e["why"], e["requests_failed"]) for e in resumed] == [("hung", 1)]
+
+
+async def test_a_slow_call_is_not_taken_for_a_hung_daemon_in_either_era(assern_env: AssernEnv) -> None:
+    folder = assern_env.work / "p"
+    folder.mkdir()
+    (assern_env.assern_home / "config.toml").write_text(server_table("alpha"))
+    assern_env.env["ASSERN_DAEMON_LIVENESS"] = "0.3"  # pings well before the call ends
+    with trio.fail_after(120):
+        for era in ("legacy", "2026-07-28"):
+            async with Client(serve_in(assern_env, folder), mode=era) as client:
+                answer = await client.call_tool("alpha_slow", {"seconds": 1.5})
+                assert not answer.is_error, era
+    assert not events(assern_env, "session_resumed")
