@@ -245,7 +245,9 @@ class Handover:
         target = self.record.from_client(line, self.current.number)
         if target == DROP:
             return
-        link = next((k for k in (self.current, *self.draining) if k.number == target), self.current)
+        link = self.current
+        if target != link.number:
+            link = next((k for k in self.draining if k.number == target), link)
         if self.waiting_since is None:
             self.waiting_since = time.monotonic()
         try:
@@ -267,9 +269,10 @@ class Handover:
             self._daemon_line(line, link)
         if self.record.superseded is not None:
             self._supersede()  # before any later line of the client is sent
-        if link is self.current and not self.record.in_flight(link.number):
-            self.waiting_since = None
-        if link in self.draining and not self.record.in_flight(link.number):
+        if link is self.current:
+            if self.waiting_since is not None and not self.record.waiting(link.number):
+                self.waiting_since = None
+        elif link in self.draining and not self.record.in_flight(link.number):
             self._close(link)
 
     def _daemon_line(self, line: bytes, link: Link) -> None:
