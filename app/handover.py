@@ -33,9 +33,9 @@ with status 1.
 
 Liveness: a daemon that hangs without dying. Only while a client request waits and the
 daemon has sent nothing for `ASSERN_DAEMON_LIVENESS` seconds (default `LIVENESS`) does
-the bridge send a request of its own (`SessionRecord.probe`); a daemon that answers nothing within as long again
-is treated as gone (the bound: twice the setting). The call path pays one clock reading
-per line.
+the bridge send a request of its own (`SessionRecord.probe`); a daemon that answers
+nothing within as long again is treated as gone (the bound: twice the setting). The
+call path pays one clock reading per line.
 
 Supersede: a daemon being replaced sends `assern/superseded`. The bridge then joins the
 new daemon (the same replay) and sends it every new request, while the calls in flight
