@@ -64,13 +64,15 @@ if __name__ == "__main__":  # run as a file by `python -I -S`: find the package 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from assern.app.bridge import CHUNK, DRAIN_TIMEOUT, Stopped, log_event
-from assern.app.session_record import DROP, SessionRecord
+from assern.app.session_record import DROP, SessionRecord, line_of
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import FrameType
     from typing import Any
+
+    from assern.app.first_answers import EarlyAnswers
 
 #: Seconds a resume may take to find a daemon that welcomes us.
 RESUME_TIMEOUT = 30.0
@@ -82,6 +84,9 @@ WELCOME_WAIT = 5.0
 LIVENESS = 10.0
 LIVENESS_VARIABLE = "ASSERN_DAEMON_LIVENESS"
 RETRY_PAUSE = 0.05
+#: Seconds between tries of the socket of a daemon we started, while its client is
+#: answered from the kept session.
+EARLY_POLL = 0.01
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _STOPPED = "the assern daemon was stopped while this request ran"
 _GIVE_UP = "the assern daemon stopped and no daemon answered within {:g} s; this request was not sent"
@@ -112,6 +117,17 @@ class Gone(Exception):
 
 class Ended(Gone):
     """The daemon was stopped on purpose: its socket file is gone with it."""
+
+
+def _connected(path: str) -> socket.socket | None:
+    """A socket connected to `path`, or None when nothing accepts there."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
 
 
 def _relay(fd: int) -> int:
@@ -157,13 +173,14 @@ class Handover:
 
     def __init__(
         self,
-        sock: socket.socket,
+        sock: socket.socket | None,
         join: dict[str, Any],
         *,
         log_file: str | None,
         log_level: str,
         stdin: int = 0,
         stdout: int = 1,
+        early: EarlyAnswers | None = None,
     ) -> None:
         self.join = join
         self.log_file = log_file
@@ -171,7 +188,16 @@ class Handover:
         self.stdin = stdin
         self.stdout = stdout
         self.record = SessionRecord()
-        self.current = Link(0, sock)
+        if join.get("answers"):
+            self.record.on_answer = self._keep_answer
+        #: the daemon connection (none yet while a daemon we started comes up: `early`)
+        self.current: Link
+        if sock is not None:
+            self.current = Link(0, sock)
+        self.early = early
+        #: the client's lines held until a daemon we started welcomes us
+        self.held: list[bytes] = []
+        self._client_line = self._send_client_line
         self.draining: list[Link] = []
         self.client_pending = bytearray()
         self.liveness = liveness(os.environ)
@@ -189,7 +215,10 @@ class Handover:
         except (PermissionError, ValueError):  # a file or /dev/null: epoll refuses them
             self.stdin = _relay(self.stdin)
             selector.register(self.stdin, selectors.EVENT_READ, None)
-        selector.register(self.current.sock, selectors.EVENT_READ, self.current)
+        if self.early is None:
+            selector.register(self.current.sock, selectors.EVENT_READ, self.current)
+        elif not self._start_early():
+            return "client"
         with selector:
             while True:
                 ready = selector.select(self._timeout())
@@ -238,7 +267,7 @@ class Handover:
         *complete, rest = bytes(self.client_pending).split(b"\n")
         self.client_pending = bytearray(rest)
         for line in complete:
-            self._send_client_line(line + b"\n")
+            self._client_line(line + b"\n")
         return True
 
     def _send_client_line(self, line: bytes) -> None:
@@ -292,6 +321,89 @@ class Handover:
         link.sock.close()
         if link in self.draining:
             self.draining.remove(link)
+
+    # ------------------------------------------------------------------ a daemon we started
+
+    def _start_early(self) -> bool:
+        """Answer what the kept session can (app/first_answers.py) until the daemon we
+        started accepts, then join it as a resume does and send it what was held; False
+        when the client ended first.
+
+        Raises:
+            Gone: no daemon came up (its stderr file says why); the held requests fail.
+        """
+        from assern.app.daemon.launch import START_TIMEOUT, alive
+
+        assert self.early is not None
+        self._client_line = self._early_line
+        path, pid = self.join["socket"], self.join.get("starting")
+        started = time.monotonic()
+        deadline = started + START_TIMEOUT
+        try:
+            while (first := _connected(path)) is None:
+                if not (isinstance(pid, int) and alive(pid)) and (first := _connected(path)) is None:
+                    raise Gone("the workstation daemon did not start; see its log (`assernctl logs`)")
+                if time.monotonic() >= deadline:
+                    raise Gone(f"the workstation daemon did not start within {START_TIMEOUT:g} s")
+                if self.selector.select(EARLY_POLL) and not self._from_client():
+                    return False
+            self._client_line = self._send_client_line
+            self._join(0, first)
+        except Gone:
+            for line in self.held:  # in flight now: failed with the rest
+                self.record.from_client(line, 0)
+            raise
+        held, self.held = self.held, []
+        log_event(
+            self.log_file,
+            self.log_level,
+            "daemon_joined",
+            socket=path,
+            started_s=round(time.monotonic() - started, 3),
+            answered_early=self.early.answered,
+            held=len(held),
+        )
+        for line in held:
+            self._send_client_line(line)
+        return True
+
+    def _early_line(self, line: bytes) -> None:
+        """A client's line before the daemon we started is there: answered from the kept
+        session when it can be (`initialize`, a first list, `ping`), else held."""
+        assert self.early is not None
+        try:
+            message = json.loads(line)
+        except ValueError:
+            message = None
+        if isinstance(message, dict) and isinstance(message.get("method"), str):
+            method, ident, params = message["method"], message.get("id"), message.get("params")
+            params = params if isinstance(params, dict) else {}
+            if ident is not None:
+                result = self.early.result(method, params)
+                if result is not None:
+                    self.early.answered += 1
+                    self.record.answered_early(message, result)
+                    _write_all(self.stdout, line_of({"jsonrpc": "2.0", "id": ident, "result": result}))
+                    return
+            elif method == "notifications/initialized" and self.early.entry is not None:
+                self.record.from_client(line, 0)  # the replay sends it
+                return
+        self.held.append(line)
+
+    def _keep_answer(self, method: str, request: dict[str, Any], result: object) -> None:
+        """Keep a daemon's answer to our client's `initialize` or first list page for the
+        next identical start (app/first_answers.py)."""
+        from assern.app.first_answers import keep_answer, session_key
+
+        if method == "initialize":
+            params = request.get("params")
+        else:
+            asked = request.get("params")
+            paged = isinstance(asked, dict) and asked.get("cursor") is not None
+            if self.record.initialize is None or paged:
+                return
+            params = self.record.initialize.get("params")
+        keep_answer(self.join["answers"], self.join["build"], session_key(params), method, result)
 
     # ------------------------------------------------------------------ liveness
 
@@ -374,8 +486,9 @@ class Handover:
             link=self.current.number,
         )
 
-    def _join(self, number: int) -> None:
-        """Connect to the current daemon and replay the session, within RESUME_TIMEOUT.
+    def _join(self, number: int, first: socket.socket | None = None) -> None:
+        """Connect to the current daemon (`first`: already connected) and replay the
+        session, within RESUME_TIMEOUT.
 
         Raises:
             Gone: no daemon welcomed us in time, or one refused us (the message says).
@@ -386,7 +499,8 @@ class Handover:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise Gone(f"{why} within {RESUME_TIMEOUT:g} s")
-            sock, why = self._connect(remaining)
+            sock, why = self._connect(remaining, first)
+            first = None
             if sock is not None:
                 link = Link(number, sock)
                 early = self._replay_initialize(link, min(remaining, WELCOME_WAIT))
@@ -404,9 +518,11 @@ class Handover:
         for line in early:
             self._daemon_line(line, link)
 
-    def _connect(self, remaining: float) -> tuple[socket.socket | None, str]:
-        """A socket to the current daemon that welcomed our hello (one started when none
-        answers), or None and why.
+    def _connect(
+        self, remaining: float, first: socket.socket | None = None
+    ) -> tuple[socket.socket | None, str]:
+        """A socket to the current daemon (`first`, or one started when none answers)
+        that welcomed our hello, or None and why.
 
         Raises:
             Gone: the daemon refused this session (the message says why).
@@ -414,11 +530,8 @@ class Handover:
         from assern.app.daemon.launch import start_daemon
 
         path = self.join["socket"]
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(path)
-        except OSError:
-            sock.close()
+        sock = first if first is not None else _connected(path)
+        if sock is None:
             started, message = start_daemon(self.join["home"], os.environ, path)
             if started is None:
                 return None, message
@@ -439,6 +552,14 @@ class Handover:
             sock.close()
             params = welcome.get("params")
             raise Gone(str(params.get("error") if isinstance(params, dict) else welcome))
+        if self.early is not None and not hasattr(self, "current"):
+            # the first welcome of a daemon we started: what the start prints (app/quick.py)
+            params = welcome.get("params")
+            params = params if isinstance(params, dict) else {}
+            for warning in params.get("warnings") or ():
+                print(f"assern: warning: {warning}", file=sys.stderr, flush=True)
+            for notice in params.get("notices") or ():
+                print(notice, file=sys.stderr, flush=True)
         return sock, ""
 
     def _hello(self) -> bytes:
@@ -487,12 +608,19 @@ class Handover:
 
 
 def run_handover(
-    sock: socket.socket, join: dict[str, Any], *, log_file: str | None, log_level: str = "info"
+    sock: socket.socket | None,
+    join: dict[str, Any],
+    *,
+    log_file: str | None,
+    log_level: str = "info",
+    early: EarlyAnswers | None = None,
 ) -> int:
-    """Bridge and resume until the client ends; log it; the exit status."""
+    """Bridge and resume until the client ends; log it; the exit status. With no `sock`,
+    the daemon we started is joined once it accepts, the client answered from `early`
+    meanwhile."""
     for signum in _STOP_SIGNALS:
         signal.signal(signum, _stop)
-    handover = Handover(sock, join, log_file=log_file, log_level=log_level)
+    handover = Handover(sock, join, log_file=log_file, log_level=log_level, early=early)
     try:
         ended = handover.run()
     except Stopped as stop:
@@ -516,15 +644,19 @@ def run_handover(
     return 0
 
 
-def exec_handover(sock: socket.socket, join: dict[str, Any], *, log_file: str, log_level: str) -> None:
+def exec_handover(sock: socket.socket | None, join: dict[str, Any], *, log_file: str, log_level: str) -> None:
     """Replace this process with the resuming bridge over `sock` (same pid, stdio,
     environment and folder). `join` (the socket path, ASSERN_HOME, build, --config,
-    --project, --profile: nothing secret) goes on the argv; the environment never does
-    (/proc/PID/cmdline is readable by others)."""
-    os.set_inheritable(sock.fileno(), True)
+    --project, --profile, the kept answers' file, the pid of a daemon we started:
+    nothing secret) goes on the argv; the environment never does (/proc/PID/cmdline is
+    readable by others). No `sock`: the daemon we started (`join["starting"]`) is joined
+    once it accepts, the client answered from the kept session (`join["answers"]`)
+    meanwhile."""
+    if sock is not None:
+        os.set_inheritable(sock.fileno(), True)
     sys.stdout.flush()
     sys.stderr.flush()
-    arguments = [str(sock.fileno()), log_file, log_level, json.dumps(join)]
+    arguments = [str(sock.fileno()) if sock is not None else "-", log_file, log_level, json.dumps(join)]
     os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), *arguments])
 
 
@@ -532,15 +664,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """`python -I -S handover.py FD LOG_FILE LOG_LEVEL JOIN` (what `exec_handover` runs)."""
     args = sys.argv[1:] if argv is None else argv
     join = None
-    if len(args) == 4 and args[0].isdigit():
+    if len(args) == 4 and (args[0].isdigit() or args[0] == "-"):
         try:
             join = json.loads(args[3])
         except ValueError:
             join = None
     if not isinstance(join, dict) or not isinstance(join.get("socket"), str):
-        print("usage: python -I -S handover.py FD LOG_FILE LOG_LEVEL JOIN (internal)", file=sys.stderr)
+        print("usage: python -I -S handover.py FD|- LOG_FILE LOG_LEVEL JOIN (internal)", file=sys.stderr)
         return 2
-    return run_handover(socket.socket(fileno=int(args[0])), join, log_file=args[1], log_level=args[2])
+    if args[0] != "-":
+        return run_handover(socket.socket(fileno=int(args[0])), join, log_file=args[1], log_level=args[2])
+    from assern.app.first_answers import EarlyAnswers, load_sessions
+
+    answers = join.get("answers")
+    sessions = load_sessions(answers, str(join.get("build"))) if isinstance(answers, str) else {}
+    return run_handover(None, join, log_file=args[1], log_level=args[2], early=EarlyAnswers(sessions))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ this module before anything heavy.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -40,6 +39,7 @@ import sys
 
 from assern.actors.config.home import GLOBAL_CONFIG, LEGACY_GLOBAL_CONFIG, ORIGINAL_SERVERS_FILE
 from assern.actors.identity import __version__
+from assern.app.private_file import read_private_json, write_private_json
 
 try:  # the builtin module hashlib wraps: importing hashlib would map OpenSSL (~4 MB)
     from _blake2 import blake2b
@@ -115,9 +115,14 @@ def hint_key(args: Sequence[str], cwd: str, environ: Mapping[str, str]) -> dict[
     }
 
 
+def key_digest(key: Mapping[str, Any]) -> str:
+    """A start's key (`hint_key`) as a short name for the files kept for it."""
+    return _digest(json.dumps(key, sort_keys=True))
+
+
 def hint_file(assern_home: str | Path, key: Mapping[str, Any]) -> str:
     """Where the hint for `key` lives: `$ASSERN_HOME/run/hints/<digest of key>.json`."""
-    return os.path.join(assern_home, "run", HINTS_DIR, f"{_digest(json.dumps(key, sort_keys=True))}.json")
+    return os.path.join(assern_home, "run", HINTS_DIR, f"{key_digest(key)}.json")
 
 
 def signature(path: str) -> list[int] | None:
@@ -173,6 +178,29 @@ def _read(path: str) -> str:
         return ""
 
 
+def resolution_stamp(
+    config: ResolvedConfig, *, cwd: str, args: Sequence[str], environ: Mapping[str, str], assern_home: Path
+) -> dict[str, Any]:
+    """What a resolution of `config` depended on: every watched file's signature and a
+    digest of the variables those files refer to (`stamp_holds` checks them again)."""
+    paths = watched_paths(config, cwd=cwd, assern_home=assern_home, args=args)
+    signatures = {path: signature(path) for path in paths}
+    names = set(ALWAYS_READ) | referenced_names(_read(path) for path, sig in signatures.items() if sig)
+    return {"files": signatures, "env_names": sorted(names), "env_digest": env_digest(names, environ)}
+
+
+def stamp_holds(stamp: Mapping[str, Any], environ: Mapping[str, str]) -> bool:
+    """Whether every file and variable a `resolution_stamp` recorded is as it was.
+
+    Raises:
+        KeyError, TypeError, AttributeError: `stamp` is not one (a file of another shape).
+    """
+    files: dict[str, list[int] | None] = stamp["files"]
+    if any(signature(file) != recorded for file, recorded in files.items()):
+        return False
+    return bool(env_digest(stamp["env_names"], environ) == stamp["env_digest"])
+
+
 def make_hint(
     config: ResolvedConfig,
     *,
@@ -186,9 +214,9 @@ def make_hint(
     lock: Path,
 ) -> dict[str, Any]:
     """The hint for a start that resolved `config` from `key` and `environ`."""
-    paths = watched_paths(config, cwd=str(key["cwd"]), assern_home=assern_home, args=key["args"])
-    signatures = {path: signature(path) for path in paths}
-    names = set(ALWAYS_READ) | referenced_names(_read(path) for path, sig in signatures.items() if sig)
+    stamp = resolution_stamp(
+        config, cwd=str(key["cwd"]), args=key["args"], environ=environ, assern_home=assern_home
+    )
     return {
         "key": dict(key),
         "fingerprint": fingerprint,
@@ -196,19 +224,9 @@ def make_hint(
         "mcp": str(mcp),
         "control": str(control),
         "lock": str(lock),
-        "files": signatures,
-        "env_names": sorted(names),
-        "env_digest": env_digest(names, environ),
+        **stamp,
         "notices": config.trust.lines(),
     }
-
-
-def _private_dir(path: str) -> bool:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
 def write_hint(path: str, hint: Mapping[str, Any]) -> None:
@@ -216,22 +234,8 @@ def write_hint(path: str, hint: Mapping[str, Any]) -> None:
 
     A hint is an optimisation: a folder or file that cannot be written is left alone.
     """
-    folder, name = os.path.split(path)
-    with contextlib.suppress(OSError):
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-    if not _private_dir(folder):
-        return
-    temporary = os.path.join(folder, f".{name}.{os.getpid()}")
-    try:
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as file:
-            json.dump(hint, file, sort_keys=True)
-        os.replace(temporary, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        return
-    _prune(folder)
+    if write_private_json(path, hint):
+        _prune(os.path.dirname(path))
 
 
 def _prune(folder: str) -> None:
@@ -248,23 +252,11 @@ def _prune(folder: str) -> None:
 
 def valid_hint(path: str, key: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The hint at `path` if it is ours, for `key`, and nothing it recorded changed."""
-    if not _private_dir(os.path.dirname(path)):
+    hint = read_private_json(path)
+    if not isinstance(hint, dict):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd) as file:
-            if os.fstat(file.fileno()).st_uid != os.getuid():
-                return None
-            hint = json.load(file)
-    except (OSError, ValueError):
-        return None
-    try:
-        if hint["key"] != dict(key):
-            return None
-        files: dict[str, list[int] | None] = hint["files"]
-        if any(signature(file) != recorded for file, recorded in files.items()):
-            return None
-        if env_digest(hint["env_names"], environ) != hint["env_digest"]:
+        if hint["key"] != dict(key) or not stamp_holds(hint, environ):
             return None
         for field in ("fingerprint", "slot", "mcp", "control", "lock"):
             if not isinstance(hint[field], str):

@@ -29,11 +29,13 @@ from assern.app.daemon.launch import (
     daemon_folder,
     daemon_wanted,
     idle_exit,
+    spawn_daemon,
     spawn_detached,
     start_daemon,
     stderr_file,
 )
 from assern.app.daemon.upgrade import should_supersede, supersede_argv, wait_for_successor
+from assern.app.first_answers import keep_stamp, saved_answers
 from assern.app.handover import exec_handover
 from assern.app.hint import (
     PROFILE_VARIABLE,
@@ -153,9 +155,34 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     if folder is None:
         return None
     mcp = os.path.join(folder, DAEMON_SLOT + ".sock")
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    config = options.get("--config")
+    profile = options.get("--profile") or environ.get(PROFILE_VARIABLE) or None
+    level = options.get("--log-level", "info").lower()
+    log_file = os.path.join(home, "logs", LOG_FILE)
+    mine = build_id(home)
+    key = hint_key(args, cwd, env)
+    join = {
+        "socket": mcp,
+        "home": home,
+        "build": mine,
+        "config": os.path.join(cwd, config) if config else None,
+        "project": options.get("--project"),
+        "profile": profile,
+    }
     try:
         sock = connect_unix(mcp, HELLO_TIMEOUT)  # type: ignore[arg-type]  # a str serves: no pathlib here
     except ControlUnavailable:
+        answers = saved_answers(home, key, mine, env)
+        if answers is not None:  # answer from them while the daemon starts
+            pid, message = spawn_daemon(home, environ)
+            if pid is not None:
+                if message:
+                    print(f"assern: warning: {message}", file=sys.stderr)
+                log_event(log_file, level, "daemon_starting", pid=pid, socket=mcp, answers="kept")
+                exec_handover(
+                    None, {**join, "answers": answers, "starting": pid}, log_file=log_file, log_level=level
+                )
         started, message = start_daemon(home, environ, mcp)
         if started is None:
             print(f"assern: {message}; serving this client with an instance of its own", file=sys.stderr)
@@ -167,15 +194,11 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
             print(f"assern: {mcp} is served by another user's process", file=sys.stderr)
             return None
         sock = started
-    options = dict(zip(args[::2], args[1::2], strict=True))
-    config = options.get("--config")
-    profile = options.get("--profile") or environ.get(PROFILE_VARIABLE) or None
-    mine = build_id(home)
     hello = hello_line(
         cwd=cwd,
         environ=environ,
-        config=os.path.join(cwd, config) if config else None,
-        project=options.get("--project"),
+        config=join["config"],
+        project=join["project"],
         profile=profile,
         build=mine,
         resumes=True,
@@ -201,18 +224,11 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
         print(f"assern: warning: {warning}", file=sys.stderr)
     for notice in params.get("notices") or ():
         print(notice, file=sys.stderr)
-    level = options.get("--log-level", "info").lower()
-    log_file = os.path.join(home, "logs", LOG_FILE)
     log_event(log_file, level, "daemon_joined", view=params.get("view"), socket=mcp)
     sock.settimeout(None)
-    join = {
-        "socket": mcp,
-        "home": home,
-        "build": mine,
-        "config": os.path.join(cwd, config) if config else None,
-        "project": options.get("--project"),
-        "profile": profile,
-    }
+    stamp = params.get("stamp")
+    if isinstance(stamp, dict):  # keep this session's first answers for the next start
+        join["answers"] = keep_stamp(home, key, mine, stamp)
     exec_handover(sock, join, log_file=log_file, log_level=level)
     raise AssertionError("unreachable: exec replaced this process")
 

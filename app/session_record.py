@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - an interpreter built without it
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: The lists whose answers are kept as a digest, and the notification a change sends.
@@ -42,7 +43,10 @@ LISTS = {
     "tools/list": ("tools", "notifications/tools/list_changed"),
     "prompts/list": ("prompts", "notifications/prompts/list_changed"),
     "resources/list": ("resources", "notifications/resources/list_changed"),
+    "resources/templates/list": ("resourceTemplates", "notifications/resources/list_changed"),
 }
+#: The answers `on_answer` is shown (app/first_answers.py keeps them).
+KEPT = frozenset({"initialize", *LISTS})
 #: Requests that change nothing and hold no answer worth keeping: moved to a new daemon
 #: (sent again there under the client's own id) instead of failed.
 MOVED = frozenset({"subscriptions/listen"})
@@ -117,6 +121,9 @@ class SessionRecord:
         #: the `_meta` of the client's last request (a 2026-07-28 client's carries its
         #: protocol version, which every request of that era must)
         self.meta: dict[str, Any] | None = None
+        #: shown each daemon answer to the client's `initialize` and lists (method, the
+        #: client's request, the result), when set
+        self.on_answer: Callable[[str, dict[str, Any], object], None] | None = None
 
     # ------------------------------------------------------------------ from the client
 
@@ -207,10 +214,23 @@ class SessionRecord:
         if held[2] != link:
             return False  # an old daemon's answer to a request moved on
         del self.client_requests[ident]
-        if held[1] in LISTS:
+        if held[1] in KEPT:
             whole = message if message is not None else _parse(line)
-            self._keep_list(held[1], held[3], (whole or {}).get("result"))
+            result = (whole or {}).get("result")
+            if held[1] in LISTS:
+                self._keep_list(held[1], held[3], result)
+            if self.on_answer is not None and result is not None:
+                self.on_answer(held[1], held[3], result)
         return True
+
+    def answered_early(self, message: dict[str, Any], result: object) -> None:
+        """A client's request (`initialize`, a list, `ping`) the bridge answered itself
+        before any daemon was joined (app/first_answers.py): kept as if a daemon had."""
+        method = message.get("method")
+        if method == "initialize":
+            self.initialize = message
+        elif method in LISTS:
+            self._keep_list(method, message, result)
 
     def _keep_list(self, method: str, request: dict[str, Any], result: object) -> None:
         params = request.get("params")

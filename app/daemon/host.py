@@ -63,7 +63,7 @@ from assern.app.daemon.launch import DRAIN_DEADLINE, alive
 from assern.app.daemon.runtime_file import DaemonRecord, new_record, remove_own, write_record
 from assern.app.daemon.supersede import Predecessor, command_line
 from assern.app.front_door import Replay
-from assern.app.hint import config_environ
+from assern.app.hint import config_environ, resolution_stamp
 from assern.app.instance import fingerprint
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 from assern.app.no_servers import looked_at, no_servers_line
@@ -468,7 +468,7 @@ class DaemonHost:
                 return
             load = loader(params, self.assern_home)
             try:
-                config = await trio.to_thread.run_sync(load)
+                config, stamp = await trio.to_thread.run_sync(self._resolve, params, load)
             except ConfigError as exc:
                 log.warning("daemon_config_refused", cwd=params["cwd"], error=str(exc))
                 await self._say(stream, self._refusal(f"configuration error\n{exc}"))
@@ -492,6 +492,8 @@ class DaemonHost:
                 # lines the client's `assern serve` prints on stderr as they are
                 "notices": [nothing] if nothing is not None else [],
             }
+            if stamp is not None:
+                welcome["stamp"] = stamp
             if not await self._say(stream, _notice("assern/welcome", welcome)):
                 return
             if params["build"] != self.build:
@@ -504,6 +506,25 @@ class DaemonHost:
             await self._serve_session(
                 view, params, Replay(rest, stream, eof=False), stream, profile, config_folder(config)
             )
+
+    def _resolve(
+        self, params: dict[str, Any], load: Callable[[], ResolvedConfig]
+    ) -> tuple[ResolvedConfig, dict[str, Any] | None]:
+        """A connection's configuration, and for a resuming shim what its resolution
+        depended on (the shim keeps its session's first answers under it:
+        app/first_answers.py). In a worker thread: both read files."""
+        config = load()
+        if not params.get("resumes"):
+            return config, None
+        args = ["--config", params["config"]] if params["config"] else []
+        stamp = resolution_stamp(
+            config,
+            cwd=params["cwd"],
+            args=args,
+            environ=config_environ(params["env"]),
+            assern_home=self.assern_home,
+        )
+        return config, stamp
 
     async def _first_line(self, stream: trio.SocketStream) -> tuple[bytes | None, bytes]:
         """The connection's first line and the bytes read past it (None: none came)."""

@@ -187,13 +187,10 @@ def daemon_folder(environ: Mapping[str, str]) -> str:
     return home if os.path.isdir(home) else "/"
 
 
-def start_daemon(home: str, environ: Mapping[str, str], socket_path: str) -> tuple[socket.socket | None, str]:
-    """Start the workstation daemon and connect to its MCP socket.
-
-    Returns the connected socket (None when the daemon did not come up) and what to tell
-    the user (the idle-exit warning, or why the daemon did not come up)."""
+def spawn_daemon(home: str, environ: Mapping[str, str]) -> tuple[int | None, str]:
+    """Start the workstation daemon, detached (without waiting for it): its pid (None when
+    it could not be started) and what to tell the user (the idle-exit warning, or why)."""
     idle, warning = idle_exit(environ)
-    stderr_path = stderr_file(home)
     env = dict(environ)
     env[STARTED_BY_VARIABLE] = f"assern serve (pid {os.getpid()})"
     try:
@@ -201,11 +198,22 @@ def start_daemon(home: str, environ: Mapping[str, str], socket_path: str) -> tup
             daemon_argv(sys.executable, idle),
             cwd=daemon_folder(environ),
             environ=env,
-            stderr_path=stderr_path,
+            stderr_path=stderr_file(home),
         )
     except OSError as exc:
         return None, f"cannot start the workstation daemon: {exc.strerror or exc}"
+    return pid, warning or ""
+
+
+def start_daemon(home: str, environ: Mapping[str, str], socket_path: str) -> tuple[socket.socket | None, str]:
+    """Start the workstation daemon and connect to its MCP socket.
+
+    Returns the connected socket (None when the daemon did not come up) and what to tell
+    the user (the idle-exit warning, or why the daemon did not come up)."""
+    pid, message = spawn_daemon(home, environ)
+    if pid is None:
+        return None, message
     sock = wait_for_daemon(socket_path, pid)
     if sock is None:
-        return None, f"the workstation daemon did not start; see {stderr_path} and `assernctl logs`"
-    return sock, warning or ""
+        return None, f"the workstation daemon did not start; see {stderr_file(home)} and `assernctl logs`"
+    return sock, message

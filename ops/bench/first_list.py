@@ -19,9 +19,13 @@ alike:
   kind, in an ASSERN_HOME of its own): `assern serve` joins it, and its view of the
   configuration is running or starts for the client (`--daemon` adds this kind);
 - "started": no daemon runs, the saved lists are kept: `assern serve` starts the daemon
-  (in an ASSERN_HOME of its own) and joins it, as a client does with no service
-  installed; `assernctl shutdown` stops it after each start, untimed (`--daemon` adds
-  this kind too).
+  (in an ASSERN_HOME of its own) and, meanwhile, answers `initialize` and `tools/list`
+  from the session the previous start kept (app/first_answers.py), then joins it, as a
+  client does with no service installed; `assernctl shutdown` stops it after each start,
+  untimed (`--daemon` adds this kind too).
+
+After the list, each start calls one tool (`time_get_current_time`) and times its answer
+too: the list may come from what was kept, a call needs its backend running.
 
 Each start ends when its client closes stdin and the process has exited (that wait is
 timed too: an isolated instance stops its backends first; a start that joined the daemon
@@ -103,11 +107,23 @@ def one_start(home: Path, work: Path, *, isolated: bool = True) -> dict[str, Any
             seconds = time.perf_counter() - started
             tools = len(message["result"]["tools"])
             break
+    call = {"name": "time_get_current_time", "arguments": {"timezone": "UTC"}}
+    process.stdin.write(line({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call}))
+    process.stdin.flush()
+    while json.loads(process.stdout.readline() or b'{"id": 3}').get("id") != 3:
+        pass
+    call_seconds = time.perf_counter() - started
     closed = time.perf_counter()
     process.stdin.close()
     process.wait(timeout=30)
     exit_seconds = time.perf_counter() - closed
-    return {"seconds": seconds, "tools": tools, "list_changed_before": changed, "exit_seconds": exit_seconds}
+    return {
+        "seconds": seconds,
+        "call_seconds": call_seconds,
+        "tools": tools,
+        "list_changed_before": changed,
+        "exit_seconds": exit_seconds,
+    }
 
 
 def stop_daemon(home: Path) -> None:
@@ -171,6 +187,7 @@ def main() -> None:
         seconds = sorted(r["seconds"] for r in found)
         report[kind] = {
             "exit_median_ms": round(statistics.median(r["exit_seconds"] for r in found) * 1000, 1),
+            "call_median_ms": round(statistics.median(r["call_seconds"] for r in found) * 1000, 1),
             "median_ms": round(statistics.median(seconds) * 1000, 1),
             "max_ms": round(seconds[-1] * 1000, 1),
             "tools": sorted({r["tools"] for r in found}),
@@ -180,6 +197,7 @@ def main() -> None:
             f"{kind}: spawn to the first tools/list answer, median {report[kind]['median_ms']} ms, "
             f"slowest {report[kind]['max_ms']} ms over {len(found)} starts; tools listed "
             f"{report[kind]['tools']}; list_changed before it: {report[kind]['list_changed_before']}; "
+            f"spawn to the answer of a tools/call sent after it, median {report[kind]['call_median_ms']} ms; "
             f"from its stdin closed to its exit, median {report[kind]['exit_median_ms']} ms"
         )
     ratio = report["warm"]["median_ms"] / report["cold"]["median_ms"]

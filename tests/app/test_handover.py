@@ -1,10 +1,13 @@
-"""The resuming bridge's loop against daemons played by the test (sockets and pipes)."""
+"""The resuming bridge's loop against daemons played by the test (sockets and pipes); and
+before the daemon it started is there: the client answered from a kept session
+(app/first_answers.py), the rest held, then sent once the daemon joins."""
 
 from __future__ import annotations
 
 import json
 import os
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from assern.app.handover import Handover, liveness
+from assern.app.first_answers import EarlyAnswers, session_key
+from assern.app.handover import Gone, Handover, liveness
 from assern.app.session_record import LOST_MESSAGE
 
 TOOLS = {"tools": [{"name": "alpha_echo", "inputSchema": {"type": "object"}}]}
@@ -174,3 +178,120 @@ def test_liveness_reads_a_positive_number_of_seconds() -> None:
     assert liveness({"ASSERN_DAEMON_LIVENESS": "2.5"}) == 2.5
     for bad in ("", "0", "-1", "inf", "soon"):
         assert liveness({"ASSERN_DAEMON_LIVENESS": bad}) == 10.0
+
+
+# ---------------------------------------------------------------------- a daemon we started
+
+INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+INITIALIZED = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}}}
+
+
+class EarlyBridge:
+    """A Handover with no daemon yet, in a thread, with the client's pipes."""
+
+    def __init__(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: dict[str, Any], pid: int
+    ) -> None:
+        monkeypatch.chdir(tmp_path)
+        self.path = tmp_path / "daemon.sock"
+        self.stdin_read, self.client_write = os.pipe()
+        self.client_read, self.stdout_write = os.pipe()
+        join = {"socket": str(self.path), "home": str(tmp_path), "build": "b", "starting": pid}
+        self.handover = Handover(
+            None,
+            join,
+            log_file=None,
+            log_level="info",
+            stdin=self.stdin_read,
+            stdout=self.stdout_write,
+            early=EarlyAnswers({session_key(INIT): kept}),
+        )
+        self.client = Lines(lambda: os.read(self.client_read, 65536))
+        self.ended: list[str | BaseException] = []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.ended.append(self.handover.run())
+        except Gone as gone:
+            self.ended.append(gone)
+
+    def say(self, **message: Any) -> None:
+        os.write(self.client_write, json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    def close(self) -> str | BaseException:
+        os.close(self.client_write)
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+        for fd in (self.stdin_read, self.client_read, self.stdout_write):
+            os.close(fd)
+        return self.ended[0]
+
+
+@pytest.fixture
+def ours() -> int:
+    return os.getpid()  # a daemon "starting" that stays alive
+
+
+def test_the_kept_session_answers_while_the_daemon_starts_and_the_rest_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ours: int
+) -> None:
+    kept = {"initialize": INITIALIZED, "tools/list": TOOLS}
+    bridge = EarlyBridge(tmp_path, monkeypatch, kept, ours)
+    bridge.say(id=0, method="initialize", params=INIT)
+    assert bridge.client.next() == {"jsonrpc": "2.0", "id": 0, "result": INITIALIZED}
+    bridge.say(method="notifications/initialized")
+    bridge.say(id=1, method="tools/list")
+    assert bridge.client.next() == {"jsonrpc": "2.0", "id": 1, "result": TOOLS}
+    bridge.say(id=2, method="prompts/list")  # not kept: waits
+    bridge.say(id=3, method="tools/call", params={"name": "alpha_echo", "arguments": {"text": "held"}})
+    changed = {"tools": [*TOOLS["tools"], {"name": "gamma_echo", "inputSchema": {"type": "object"}}]}
+    daemon = NewDaemon(bridge.path, changed)  # the daemon comes up
+    answers = [bridge.client.next() for _ in range(3)]
+    assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in answers
+    assert {"jsonrpc": "2.0", "id": 2, "result": {}} in answers
+    assert {"jsonrpc": "2.0", "id": 3, "result": {"text": "held"}} in answers
+    methods = [m.get("method") for m in daemon.got]
+    assert methods == [
+        "assern/hello",
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "prompts/list",
+        "tools/call",
+    ]
+    assert daemon.got[1]["params"] == INIT
+    assert daemon.got[1]["id"] != 0  # replayed under an id of the bridge's own
+    assert bridge.close() == "client"
+
+
+def test_another_clients_initialize_waits_for_the_daemon_with_everything_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ours: int
+) -> None:
+    bridge = EarlyBridge(tmp_path, monkeypatch, {"initialize": INITIALIZED, "tools/list": TOOLS}, ours)
+    other = {**INIT, "clientInfo": {"name": "other", "version": "2"}}
+    bridge.say(id=0, method="initialize", params=other)
+    bridge.say(method="notifications/initialized")
+    bridge.say(id=1, method="tools/list")  # no kept session for this client: waits
+    daemon = NewDaemon(bridge.path, TOOLS)
+    assert bridge.client.next() == {"jsonrpc": "2.0", "id": 0, "result": {}}
+    assert bridge.client.next() == {"jsonrpc": "2.0", "id": 1, "result": TOOLS}
+    methods = [m.get("method") for m in daemon.got]
+    assert methods == ["assern/hello", "initialize", "notifications/initialized", "tools/list"]
+    assert daemon.got[1]["id"] == 0  # the client's own, sent as it was
+    assert bridge.close() == "client"
+
+
+def test_a_daemon_that_never_comes_up_fails_what_was_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    done = subprocess.run(["true"], check=True)  # a pid that is no daemon any more
+    assert done.returncode == 0
+    exited = subprocess.Popen(["true"])
+    exited.wait()
+    bridge = EarlyBridge(tmp_path, monkeypatch, {"initialize": INITIALIZED}, exited.pid)
+    bridge.say(id=0, method="initialize", params=INIT)
+    ended = bridge.close()
+    assert isinstance(ended, Gone)
+    assert "did not start" in str(ended)

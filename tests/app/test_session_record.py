@@ -198,3 +198,49 @@ def test_the_liveness_probe_is_one_each_era_answers() -> None:
     assert probe["method"] == "server/discover"
     assert probe["params"] == {"_meta": meta}
     assert probe["id"].startswith(OWN_PREFIX)
+
+
+def test_the_daemons_answers_to_initialize_and_lists_are_shown_to_on_answer() -> None:
+    shown: list[tuple[str, dict[str, Any], object]] = []
+    record = SessionRecord()
+    record.on_answer = lambda method, request, result: shown.append((method, request, result))
+    record.from_client(line(id=0, method="initialize", params=INIT), 0)
+    record.from_daemon(line(id=0, result={"capabilities": {}}), 0)
+    record.from_client(line(id=1, method="tools/list"), 0)
+    record.from_daemon(line(id=1, result=TOOLS), 0)
+    record.from_client(line(id=2, method="tools/call", params={"name": "alpha_echo"}), 0)
+    record.from_daemon(line(id=2, result={"content": []}), 0)
+    record.from_client(line(id=3, method="prompts/list"), 0)
+    record.from_daemon(line(id=3, error={"code": -32601, "message": "no prompts"}), 0)
+    assert [(method, result) for method, _, result in shown] == [
+        ("initialize", {"capabilities": {}}),
+        ("tools/list", TOOLS),
+    ]
+    assert shown[1][1]["id"] == 1
+
+
+def test_what_the_bridge_answered_itself_is_kept_as_if_a_daemon_had() -> None:
+    record = SessionRecord()
+    record.answered_early({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}, {})
+    record.answered_early({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, TOOLS)
+    assert record.initialize is not None
+    assert record.initialize["params"] == INIT
+    assert not record.waiting(0)  # nothing in flight: it was answered
+    [asked] = parsed(record.replay(0))  # no `initialized` came: none is replayed
+    assert asked["method"] == "tools/list"
+    changed = {"tools": [*TOOLS["tools"], {"name": "beta_echo"}]}
+    notice = record.changed("tools/list", changed)
+    assert json.loads(notice or b"null") == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
+def test_resource_templates_are_compared_too() -> None:
+    record = initialized_session()
+    templates = {"resourceTemplates": [{"uriTemplate": "a://{x}", "name": "x"}]}
+    record.from_client(line(id=5, method="resources/templates/list"), 0)
+    record.from_daemon(line(id=5, result=templates), 0)
+    assert record.changed("resources/templates/list", templates) is None
+    other: dict[str, list[object]] = {"resourceTemplates": []}
+    assert json.loads(record.changed("resources/templates/list", other) or b"null") == {
+        "jsonrpc": "2.0",
+        "method": "notifications/resources/list_changed",
+    }
