@@ -58,6 +58,8 @@ LOCK_WAIT = 2.0
 HELLO_TIMEOUT = 10.0
 #: How long the daemon may take to resolve a connection's configuration and welcome it.
 WELCOME_TIMEOUT = 60.0
+#: Daemons a start replaces in turn (others' started meanwhile) before it joins as is.
+MAX_UPGRADES = 3
 
 
 def _lock(path: str) -> InstanceLock | None:
@@ -111,7 +113,9 @@ def _upgrade(
     home: str, environ: Mapping[str, str], folder: str, mine: str, theirs: str, old_pid: object, hello: bytes
 ) -> tuple[socket.socket, dict[str, Any]] | None:
     """Replace the daemon of build `theirs` by one of this install (app/daemon/upgrade.py)
-    and join it; None (the old daemon serves this client) when that did not happen."""
+    and join it, or the daemon of another client that replaced it first (replaced in turn
+    when this install is newer); None (the old daemon serves this client) when none
+    took over."""
     control = os.path.join(folder, DAEMON_SLOT + ".ctl")
 
     def daemon_hello() -> dict[str, Any] | None:
@@ -122,18 +126,29 @@ def _upgrade(
         return found if isinstance(found, dict) else None
 
     idle, _ = idle_exit(environ)
-    argv = supersede_argv(daemon_argv(sys.executable, idle), theirs)
     env = {**environ, STARTED_BY_VARIABLE: f"assern serve (pid {os.getpid()}) of build {mine}"}
-    try:
-        spawn_detached(argv, cwd=daemon_folder(environ), environ=env, stderr_path=stderr_file(home))
-    except OSError:
-        return None
-    if not wait_for_successor(daemon_hello, mine, old_pid, START_TIMEOUT):
-        print(
-            f"assern: warning: the daemon of build {mine} did not take over; joined build {theirs}",
-            file=sys.stderr,
+    for _ in range(MAX_UPGRADES):
+        argv = supersede_argv(daemon_argv(sys.executable, idle), theirs)
+        try:
+            spawn_detached(argv, cwd=daemon_folder(environ), environ=env, stderr_path=stderr_file(home))
+        except OSError:
+            return None
+        found = wait_for_successor(daemon_hello, old_pid, START_TIMEOUT)
+        if found is None:
+            print(
+                f"assern: warning: the daemon of build {mine} did not take over; joined build {theirs}",
+                file=sys.stderr,
+            )
+            return None
+        build, started_at = found.get("build"), found.get("started_at")
+        if build == mine or not isinstance(build, str):
+            break
+        newer = should_supersede(
+            mine, build, their_started_at=started_at if isinstance(started_at, int | float) else None
         )
-        return None
+        if not newer:
+            break  # another client's newer daemon took over first: join it
+        theirs, old_pid = build, found.get("pid")  # another client's older one: replace it in turn
     try:
         sock = connect_unix(os.path.join(folder, DAEMON_SLOT + ".sock"), HELLO_TIMEOUT)  # type: ignore[arg-type]
     except ControlUnavailable:
@@ -179,7 +194,7 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
             if pid is not None:
                 if message:
                     print(f"assern: warning: {message}", file=sys.stderr)
-                log_event(log_file, level, "daemon_starting", pid=pid, socket=mcp, answers="kept")
+                log_event(log_file, level, "daemon_spawned", pid=pid, socket=mcp, answers="kept")
                 exec_handover(
                     None, {**join, "answers": answers, "starting": pid}, log_file=log_file, log_level=level
                 )

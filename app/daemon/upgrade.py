@@ -13,8 +13,9 @@ supersedes the daemon (app/daemon/supersede.py) only if this install is the newe
   replacing each other at every client start.
 
 The shim starts `assern daemon --supersede DAEMON_BUILD`, which replaces only a daemon of
-that build (another client may have replaced it first: then it stops, and the shim joins
-whichever daemon answers once one of its own build does, or the bound passes).
+that build. Another client may have replaced it first (two clients of two new installs
+starting at once): then ours stops, and the shim meets that other daemon instead; it
+replaces that one in turn when this install is the newer (the same rules), else joins it.
 
 Standard library only.
 """
@@ -72,17 +73,18 @@ def should_supersede(
 
 
 def wait_for_successor(
-    hello: Callable[[], Mapping[str, object] | None], build: str, old_pid: object, timeout: float
-) -> bool:
-    """Ask `hello` until a daemon of `build` other than `old_pid` answers (True) or
-    `timeout` passes."""
+    hello: Callable[[], Mapping[str, object] | None], old_pid: object, timeout: float
+) -> Mapping[str, object] | None:
+    """Ask `hello` until a daemon other than `old_pid` answers (only one that took the
+    sockets over can): the one we started, or another client's that replaced the old
+    daemon first. Its hello; None once `timeout` passed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = hello()
-        if found is not None and found.get("build") == build and found.get("pid") != old_pid:
-            return True
+        if found is not None and found.get("pid") != old_pid:
+            return found
         time.sleep(0.02)
-    return False
+    return None
 
 
 def supersede_argv(argv: list[str], their_build: str) -> list[str]:

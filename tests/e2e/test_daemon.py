@@ -592,20 +592,20 @@ async def test_a_restart_hands_new_clients_to_a_new_daemon_while_the_old_finishe
     assert drained[0]["calls_cut"] == 0
 
 
-def newer_install(tmp_path: Path) -> dict[str, str]:
-    """A second install of this package, version 9.9.9, on PYTHONPATH (the environment
+def newer_install(tmp_path: Path, version: str = "9.9.9") -> dict[str, str]:
+    """A second install of this package, of `version`, on PYTHONPATH (the environment
     a client of that install runs `assern serve` with)."""
     import assern.actors.identity
 
     package = Path(assern.actors.identity.__file__).parent.parent  # src/assern, or site-packages/assern
-    target = tmp_path / "newer" / "assern"
+    target = tmp_path / f"newer-{version}" / "assern"
     skip = shutil.ignore_patterns("__pycache__")
     for child in package.iterdir():
         if child.name != "__pycache__" and child.is_dir():
             shutil.copytree(child.resolve(), target / child.name, ignore=skip)
     identity = target / "actors" / "identity.py"
-    identity.write_text(identity.read_text().replace('__version__ = "0.1.0"', '__version__ = "9.9.9"'))
-    return {"PYTHONPATH": str(tmp_path / "newer")}
+    identity.write_text(identity.read_text().replace('__version__ = "0.1.0"', f'__version__ = "{version}"'))
+    return {"PYTHONPATH": str(target.parent)}
 
 
 async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_joins(
@@ -646,6 +646,41 @@ async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_
     assert [(e["why"], e["requests_failed"]) for e in events(assern_env, "session_resumed")] == [
         ("superseded", 0)
     ]
+
+
+async def test_clients_of_two_new_installs_starting_at_once_all_end_on_the_newest(
+    assern_env: AssernEnv, tmp_path: Path
+) -> None:
+    _, b = two_projects(assern_env)
+    installs = {"9.9.8": newer_install(tmp_path, "9.9.8"), "9.9.9": newer_install(tmp_path, "9.9.9")}
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            first = Session(serve_in(assern_env, b))
+            sessions = [first]
+            clients = {"0.1.0": await nursery.start(first.run)}
+
+            async def start(version: str) -> None:
+                params = serve_in(assern_env, b)
+                session = Session(
+                    params.model_copy(update={"env": {**(params.env or {}), **installs[version]}})
+                )
+                sessions.append(session)
+                clients[version] = await nursery.start(session.run)
+
+            async with trio.open_nursery() as both:  # the two new installs' clients at once
+                for version in installs:
+                    both.start_soon(start, version)
+            # Whichever replaced the daemon first, the newest ends up serving; no client is lost.
+            while True:
+                doc = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+                if doc["build"].startswith("9.9.9+") and not doc["predecessor"]["draining"]:
+                    break
+                await trio.sleep(0.1)
+            for version, client in clients.items():
+                assert text_of(await client.call_tool("alpha_echo", {"text": version})) == version
+            for session in sessions:
+                session.leave()
+    assert not [e for e in events(assern_env, "session_resumed") if e["requests_failed"]]
 
 
 async def test_a_call_still_running_at_the_drain_deadline_gets_a_clear_error(

@@ -49,10 +49,15 @@ def test_the_successor_replaces_only_the_build_it_met() -> None:
     ]
 
 
-def test_waiting_for_the_successor_ends_when_it_answers_or_after_its_bound() -> None:
-    answers = iter([None, {"build": "old", "pid": 1}, {"build": "new", "pid": 1}, {"build": "new", "pid": 2}])
-    assert wait_for_successor(lambda: next(answers), "new", 1, timeout=30)
-    assert not wait_for_successor(lambda: {"build": "new", "pid": 1}, "new", 1, timeout=0.05)
+def test_waiting_for_the_successor_ends_when_another_daemon_answers_or_after_its_bound() -> None:
+    answers = iter([None, {"build": "old", "pid": 1}, {"build": "new", "pid": 2}])
+    assert wait_for_successor(lambda: next(answers), 1, timeout=30) == {"build": "new", "pid": 2}
+    assert wait_for_successor(lambda: {"build": "old", "pid": 1}, 1, timeout=0.05) is None
+    # another client's daemon, of a third build, took the sockets over first: met as well
+    assert wait_for_successor(lambda: {"build": "other", "pid": 3}, 1, timeout=30) == {
+        "build": "other",
+        "pid": 3,
+    }
 
 
 def test_the_same_build_under_another_interpreter_supersedes_only_when_that_is_newer() -> None:
