@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import os
 
-from assern.app.hint import key_digest, stamp_holds
 from assern.app.private_file import read_private_json, write_private_json
 
 try:  # the builtin module hashlib wraps (app/session_record.py)
@@ -54,6 +53,8 @@ LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/li
 
 def answer_files(assern_home: str, key: Mapping[str, Any]) -> tuple[str, str]:
     """The stamp file and the answers file kept for a start's `key`."""
+    from assern.app.hint import key_digest  # not in the bridge, which only keeps answers
+
     base = os.path.join(assern_home, "cache", FOLDER, key_digest(key))
     return base + ".json", base + ".answers.json"
 
@@ -77,6 +78,7 @@ def saved_answers(
 ) -> str | None:
     """The answers file kept for `key` when it is this build's and nothing the
     resolution depended on changed since; else None."""
+    from assern.app.hint import stamp_holds
     stamp_path, answers_path = answer_files(assern_home, key)
     header = read_private_json(stamp_path)
     if not isinstance(header, dict):
@@ -119,6 +121,8 @@ def keep_answer(answers_path: str, build: str, session: str, method: str, result
     order = [name for name in order if name in sessions] if isinstance(order, list) else list(sessions)
     entry = sessions.get(session)
     entry = entry if isinstance(entry, dict) else {}
+    if entry.get(method) == result and order and order[-1] == session:
+        return  # kept as it is
     entry[method] = result
     sessions[session] = entry
     order = [name for name in order if name != session] + [session]

@@ -7,7 +7,6 @@ this way. Standard library only: the quick path and the resuming bridge use it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -26,19 +25,23 @@ def write_private_json(path: str, document: object) -> bool:
     """Write `document` as JSON at `path` atomically (0600, in a 0700 folder of this
     user's); whether it was written (a folder or file that cannot be is left alone)."""
     folder, name = os.path.split(path)
-    with contextlib.suppress(OSError):
+    try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        pass
     if not private_dir(folder):
         return False
     temporary = os.path.join(folder, f".{name}.{os.getpid()}")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as file:
-            json.dump(document, file, sort_keys=True)
+            file.write(json.dumps(document, sort_keys=True))  # the C encoder, in one piece
         os.replace(temporary, path)
     except OSError:
-        with contextlib.suppress(OSError):
+        try:
             os.unlink(temporary)
+        except OSError:
+            pass
         return False
     return True
 
