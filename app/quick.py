@@ -13,7 +13,6 @@ elects and writes a fresh hint.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -21,7 +20,7 @@ from assern.actors.config.home import assern_home_folder
 from assern.actors.listener.socket_basics import same_user
 from assern.app.bridge import LOG_FILE, exec_bridge, log_event
 from assern.app.control_client import ControlError, ControlUnavailable, connect_unix, request
-from assern.app.daemon.hello import DAEMON_SLOT, hello_line, socket_folder
+from assern.app.daemon.hello import DAEMON_SLOT, hello_line, read_welcome, socket_folder
 from assern.app.daemon.identity import build_id
 from assern.app.daemon.launch import (
     START_TIMEOUT,
@@ -35,6 +34,7 @@ from assern.app.daemon.launch import (
     stderr_file,
 )
 from assern.app.daemon.upgrade import should_supersede, supersede_argv, wait_for_successor
+from assern.app.handover import exec_handover
 from assern.app.hint import (
     PROFILE_VARIABLE,
     config_environ,
@@ -56,7 +56,6 @@ LOCK_WAIT = 2.0
 HELLO_TIMEOUT = 10.0
 #: How long the daemon may take to resolve a connection's configuration and welcome it.
 WELCOME_TIMEOUT = 60.0
-MAX_WELCOME = 1 << 20
 
 
 def _lock(path: str) -> InstanceLock | None:
@@ -84,22 +83,6 @@ def _connect(hint: Mapping[str, Any]) -> socket.socket | None:
         lock.release()
 
 
-def _welcome(sock: socket.socket) -> dict[str, Any] | None:
-    """The daemon's one-line answer to our hello (read a byte at a time: nothing after it
-    is ours to take), or None when it hung up or said something else."""
-    line = bytearray()
-    try:
-        while not line.endswith(b"\n") and len(line) < MAX_WELCOME:
-            byte = sock.recv(1)
-            if not byte:
-                return None
-            line += byte
-        answer = json.loads(line)
-    except (OSError, ValueError):
-        return None
-    return answer if isinstance(answer, dict) else None
-
-
 def _greet(sock: socket.socket, hello: bytes) -> dict[str, Any] | int | None:
     """Send the hello and read the answer: the welcome's params, or what `daemon_shim`
     returns (None: take the other paths; an exit status once the user was told why)."""
@@ -109,7 +92,7 @@ def _greet(sock: socket.socket, hello: bytes) -> dict[str, Any] | int | None:
     except OSError:
         sock.close()
         return None
-    answer = _welcome(sock)
+    answer = read_welcome(sock)
     params = answer.get("params") if answer is not None else None
     if answer is None or not isinstance(params, dict):
         sock.close()
@@ -186,14 +169,16 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
         sock = started
     options = dict(zip(args[::2], args[1::2], strict=True))
     config = options.get("--config")
+    profile = options.get("--profile") or environ.get(PROFILE_VARIABLE) or None
     mine = build_id(home)
     hello = hello_line(
         cwd=cwd,
         environ=environ,
         config=os.path.join(cwd, config) if config else None,
         project=options.get("--project"),
-        profile=options.get("--profile") or environ.get(PROFILE_VARIABLE) or None,
+        profile=profile,
         build=mine,
+        resumes=True,
     )
     greeted = _greet(sock, hello)
     if not isinstance(greeted, dict):
@@ -220,7 +205,15 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     log_file = os.path.join(home, "logs", LOG_FILE)
     log_event(log_file, level, "daemon_joined", view=params.get("view"), socket=mcp)
     sock.settimeout(None)
-    exec_bridge(sock, slot=DAEMON_SLOT, log_file=log_file, log_level=level)
+    join = {
+        "socket": mcp,
+        "home": home,
+        "build": mine,
+        "config": os.path.join(cwd, config) if config else None,
+        "project": options.get("--project"),
+        "profile": profile,
+    }
+    exec_handover(sock, join, log_file=log_file, log_level=level)
     raise AssertionError("unreachable: exec replaced this process")
 
 

@@ -85,14 +85,17 @@ class BackendActor:
         self._on_notification = on_notification
         self._on_idle = on_idle
         self._on_spawn = on_spawn
-        self._status = BackendStatus(
-            server=spec.name,
-            transport=spec.transport,
-            state=BackendState.LAZY if spec.start == "lazy" else BackendState.STARTING,
-        )
         self._catalogs = catalogs
         #: what it offers: saved from an earlier run until it lists (saved_catalog.py)
         self.listing: BackendListing | None = catalogs.load(spec) if catalogs is not None else None
+        # A lazy backend whose listing no earlier run saved is started once first, to learn
+        # it (`probe`): until then it is starting, so that a first list waits for it.
+        lazy = spec.start == "lazy" and self.listing is not None
+        self._status = BackendStatus(
+            server=spec.name,
+            transport=spec.transport,
+            state=BackendState.LAZY if lazy else BackendState.STARTING,
+        )
         if self.listing is not None:
             self._status = _counted(self._status, self.listing)
         self._link = ProcessLink()

@@ -225,8 +225,10 @@ class BackendsActor:
         except Exception as exc:
             log.warning("backend_probe_failed", server=handle.name, error=str(main_error(exc)))
             self._actors[handle.name].mark(BackendState.LAZY, last_error=str(main_error(exc)))
-            return
-        self._actors[handle.name].mark(BackendState.LAZY)
+        else:
+            self._actors[handle.name].mark(BackendState.LAZY)
+        if not self._inbox_empty(handle):
+            handle.wake()  # calls that arrived while it was probed wait for a start
 
     async def _lifecycle(self, sup: Supervisor) -> None:
         async for what, name in self._lifecycle_recv:

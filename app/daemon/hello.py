@@ -33,6 +33,7 @@ from assern.app.daemon.identity import build_id
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 if TYPE_CHECKING:
+    import socket
     from collections.abc import Mapping
     from typing import Any
 
@@ -46,6 +47,8 @@ PROTOCOL = 2
 PROTOCOLS = (2, 2)
 #: The longest hello line the daemon reads (an environment of a few thousand variables).
 MAX_HELLO = 1 << 20
+#: The longest answer to a hello a client reads.
+MAX_WELCOME = 1 << 20
 
 
 def hello_line(
@@ -56,10 +59,12 @@ def hello_line(
     project: str | None,
     profile: str | None,
     build: str | None = None,
+    resumes: bool = False,
 ) -> bytes:
     """The `assern/hello` notification, as one JSON line, with this socket's protocol and
-    `build` (by default this install's build id, its cache in `environ`'s `$ASSERN_HOME`)."""
-    params = {
+    `build` (by default this install's build id, its cache in `environ`'s `$ASSERN_HOME`).
+    `resumes`: the sender moves its session to a successor when told (app/handover.py)."""
+    params: dict[str, object] = {
         "protocol": PROTOCOL,
         "build": build if build is not None else build_id(assern_home_folder(environ)),
         "cwd": cwd,
@@ -68,8 +73,26 @@ def hello_line(
         "project": project,
         "profile": profile,
     }
+    if resumes:
+        params["resumes"] = True
     message = {"jsonrpc": "2.0", "method": HELLO_METHOD, "params": params}
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+
+
+def read_welcome(sock: socket.socket) -> dict[str, Any] | None:
+    """The daemon's one-line answer to a hello (read a byte at a time: nothing after it is
+    ours to take), or None when it hung up, timed out or said something else."""
+    line = bytearray()
+    try:
+        while not line.endswith(b"\n") and len(line) < MAX_WELCOME:
+            byte = sock.recv(1)
+            if not byte:
+                return None
+            line += byte
+        answer = json.loads(line)
+    except (OSError, ValueError):
+        return None
+    return answer if isinstance(answer, dict) else None
 
 
 #: app/instance.py's longest socket file name, for the same choice of folder.

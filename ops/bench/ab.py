@@ -178,6 +178,8 @@ async def serving(
     env = peers.base_env() | {"ASSERN_HOME": str(workdir / f"home-{side.label}")}
     if side.page is None:
         env["ASSERN_NO_INSTANCE_SHARING"] = "1"
+    else:  # the page of this configuration's own shared instance, not the workstation daemon's
+        env["ASSERN_NO_DAEMON"] = "1"
     server = SpawnedServer(
         [str(script), "serve", "--config", str(config)],
         env=env,

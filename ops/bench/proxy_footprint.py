@@ -160,6 +160,7 @@ class World:
         )
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("ASSERN_")}
         self.env["ASSERN_HOME"] = str(self.home)
+        self.env["ASSERN_NO_DAEMON"] = "1"  # the proxies of `assern daemon --config`, as measured
         self.serve_argv = [assern_script("assern"), "serve", "--config", str(self.config)]
 
     def session(self) -> Session:

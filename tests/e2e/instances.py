@@ -76,6 +76,15 @@ async def wait_until(check: Callable[[], Any], limit: float = 10.0, interval: fl
 # ------------------------------------------------------------------ processes
 
 
+async def in_flight(env: AssernEnv, folder: Path) -> None:
+    """Until the daemon says a call is in flight."""
+    while True:
+        doc = (await ctl_json(env, "status", cwd=folder))["workstation"]["daemon"]
+        if doc["calls_in_flight"]:
+            return
+        await trio.sleep(0.05)
+
+
 def _environ_of(pid: int) -> dict[str, str]:
     try:
         raw = Path(f"/proc/{pid}/environ").read_bytes()

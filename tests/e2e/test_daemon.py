@@ -25,6 +25,7 @@ from instances import (
     ctl,
     ctl_json,
     events,
+    in_flight,
     reap,
     serve_in,
     socket_dir,
@@ -545,15 +546,6 @@ async def test_the_daemons_status_page_shows_its_sessions_and_shared_backends(as
             in_a.leave()
 
 
-async def in_flight(env: AssernEnv, folder: Path) -> None:
-    """Until the daemon says a call is in flight."""
-    while True:
-        doc = (await ctl_json(env, "status", cwd=folder))["workstation"]["daemon"]
-        if doc["calls_in_flight"]:
-            return
-        await trio.sleep(0.05)
-
-
 async def test_a_restart_hands_new_clients_to_a_new_daemon_while_the_old_finishes_its_call(
     assern_env: AssernEnv, tmp_path: Path
 ) -> None:
@@ -624,7 +616,7 @@ async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_
     with trio.fail_after(120):
         async with trio.open_nursery() as nursery:
             old_client = Session(serve_in(assern_env, b))
-            await nursery.start(old_client.run)
+            first = await nursery.start(old_client.run)
             old = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
             params = serve_in(assern_env, b)
             upgraded = Session(params.model_copy(update={"env": {**(params.env or {}), **newer}}))
@@ -636,6 +628,8 @@ async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_
             assert doc["predecessor"]["pid"] == old["pid"]
             assert f"of build {doc['build']}" in doc["predecessor"]["reason"]
             await wait_until(lambda: bool(events(assern_env, "daemon_stopped")), limit=60)
+            # The first client's session moved to the newer daemon when it was told.
+            assert text_of(await first.call_tool("alpha_echo", {"text": "moved"})) == "moved"
             # A client of the older install joins the newer daemon as it is.
             older = Session(serve_in(assern_env, b))
             again = await nursery.start(older.run)
@@ -647,7 +641,11 @@ async def test_a_client_of_a_newer_install_replaces_the_daemon_and_an_older_one_
     assert [e["reason"] for e in events(assern_env, "daemon_stopping")] == [f"superseded by {doc['build']}"]
     met = events(assern_env, "daemon_build_differs")
     differs = [(e["daemon_build"][:5], e["client_build"][:5]) for e in met]
-    assert differs == [("0.1.0", "9.9.9"), ("9.9.9", "0.1.0")]  # the newer client met it, then the older
+    # the newer client met it, then the first client's session moved, then the older joined
+    assert differs == [("0.1.0", "9.9.9"), ("9.9.9", "0.1.0"), ("9.9.9", "0.1.0")]
+    assert [(e["why"], e["requests_failed"]) for e in events(assern_env, "session_resumed")] == [
+        ("superseded", 0)
+    ]
 
 
 async def test_a_call_still_running_at_the_drain_deadline_gets_a_clear_error(

@@ -241,6 +241,9 @@ async def test_when_the_watchdog_died_too_the_next_start_sweeps(
 async def test_lazy_backends_start_on_first_use_and_sleep_when_idle(
     assern_env: AssernEnv, write_config: Callable[[str], Path]
 ) -> None:
+    # One configuration's own instance: which process logs which state line is then fixed
+    # (the daemon's dormancy is tested in test_warm_catalog.py and test_daemon_status.py).
+    assern_env.per_config()
     config = write_config(server_table("alpha") + 'start = "lazy"\nidle_timeout = 1\n')
     with trio.fail_after(60):
         async with Client(assern_env.serve(config), mode="legacy") as client:

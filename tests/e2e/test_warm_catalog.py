@@ -145,3 +145,18 @@ async def test_a_dormant_backend_that_crashes_as_a_call_wakes_it_answers_that_ca
                 why = text_of(answer)
     assert "alpha" in why
     assert "exited with code 3" in why
+
+
+async def test_a_lazy_backend_never_listed_before_is_in_a_daemon_sessions_first_list(
+    assern_env: AssernEnv, write_config: Callable[[str], Path]
+) -> None:
+    # No saved listing: the daemon starts it once to learn its tools, and the first list
+    # waits for that, as one configuration's own instance does.
+    config = write_config(server_table("beta") + 'start = "lazy"\nidle_timeout = 1\n')
+    with trio.fail_after(60):
+        async with Client(assern_env.serve(config), mode="legacy") as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert "beta_echo" in names
+            await wait_for_event(assern_env, 1, "backend_state", server="beta", state="lazy")
+            assert text_of(await client.call_tool("beta_echo", {"text": "woken"})) == "woken"
+            assert events(assern_env, "backend_lazy_start", server="beta")

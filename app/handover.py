@@ -1,0 +1,547 @@
+"""The resuming bridge: a daemon connection's `assern serve` that carries its client's
+session across a daemon that died, hung or was superseded.
+
+app/quick.py's `daemon_shim` joins the workstation daemon and then replaces itself with
+this file run by a bare interpreter (`python -I -S handover.py ARGS`, `exec_handover`):
+like app/bridge.py, it keeps nothing of what the start imported. Unlike it, it reads
+the client's lines and the daemon's lines as JSON-RPC (a line it cannot parse passes
+unchanged) and shows them to a `SessionRecord` (app/session_record.py).
+
+When the daemon goes away without our client having caused it (the socket ends or
+fails, or the liveness check below gives up on it), and not on purpose (a daemon that
+stops, `assernctl shutdown` or SIGTERM, removes its socket file first: its sessions end
+with it, as app/bridge.py's did), the bridge:
+
+1. answers each client request that was in flight there with an error ("the assern
+   daemon stopped while this request ran; it was not retried"), at once: never a hang,
+   never sent twice; the client's answers to that daemon's requests are dropped;
+2. connects to the current daemon (starting one when none answers, as app/daemon/
+   launch.py does), sends the hello again (built as the start built it: same folder,
+   same environment, the `--config`, `--project` and `--profile` on our argv), reads the
+   welcome;
+3. replays the session: the client's `initialize` under an id of our own (its answer is
+   not forwarded), `notifications/initialized`, the log level, the subscriptions (their
+   answers swallowed), and `subscriptions/listen` streams under their own ids; and asks
+   the lists the client was given again, under ids of our own: a list that differs sends
+   the client its `notifications/*/list_changed`;
+4. goes on with what the client sent meanwhile (held in the pipe from the client, which
+   the kernel bounds) and logs one `session_resumed` line.
+
+A resume is bounded: when no daemon welcomes us within `RESUME_TIMEOUT` seconds, every
+request in flight gets an error saying so, one line goes to stderr, and the bridge exits
+with status 1.
+
+Liveness: a daemon that hangs without dying. Only while a client request waits and the
+daemon has sent nothing for `ASSERN_DAEMON_LIVENESS` seconds (default `LIVENESS`) does
+the bridge send a request of its own (`SessionRecord.probe`); a daemon that answers
+nothing within as long again is treated as gone (the bound: twice the setting). The
+call path pays one clock reading per line.
+
+Supersede: a daemon being replaced sends `assern/superseded`. The bridge then joins the
+new daemon (the same replay) and sends it every new request, while the calls in flight
+on the old connection finish there; it closes the old connection once nothing is open
+on it (the old daemon drains meanwhile, app/daemon/supersede.py).
+
+How the bridge ends is as app/bridge.py's: the client closes stdin (status 0), a stop
+signal (128 + its number), or a resume that found no daemon (status 1). Each end writes
+one `proxy_stopped` line to the log.
+
+Standard library only; the modules of assern it needs to join again (app/daemon/hello.py,
+launch.py: standard library only as well) are imported when it first resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+
+if __name__ == "__main__":  # run as a file by `python -I -S`: find the package ourselves
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from assern.app.bridge import CHUNK, DRAIN_TIMEOUT, Stopped, log_event
+from assern.app.session_record import DROP, SessionRecord
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import FrameType
+    from typing import Any
+
+#: Seconds a resume may take to find a daemon that welcomes us.
+RESUME_TIMEOUT = 30.0
+#: Seconds one daemon may take to welcome us (and answer the replayed `initialize`)
+#: before the resume tries again.
+WELCOME_WAIT = 5.0
+#: Seconds of silence from the daemon, while a request waits, before a `ping`; as long
+#: again without an answer and the daemon is treated as gone.
+LIVENESS = 10.0
+LIVENESS_VARIABLE = "ASSERN_DAEMON_LIVENESS"
+RETRY_PAUSE = 0.05
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_STOPPED = "the assern daemon was stopped while this request ran"
+_GIVE_UP = "the assern daemon stopped and no daemon answered within {:g} s; this request was not sent"
+
+
+def liveness(environ: dict[str, str] | os._Environ[str]) -> float:
+    """`ASSERN_DAEMON_LIVENESS` in seconds (a number > 0), else `LIVENESS`."""
+    try:
+        value = float(environ.get(LIVENESS_VARIABLE, ""))
+    except ValueError:
+        return LIVENESS
+    return value if 0 < value < float("inf") else LIVENESS
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    raise Stopped(signum)
+
+
+class Gone(Exception):
+    """No daemon could be joined within the resume's bound (the message says why)."""
+
+
+class Ended(Gone):
+    """The daemon was stopped on purpose: its socket file is gone with it."""
+
+
+def _relay(fd: int) -> int:
+    """The read end of a pipe that a thread fills from `fd` (which epoll cannot watch)."""
+    import threading
+
+    read_end, write_end = os.pipe()
+
+    def copy() -> None:
+        try:
+            while chunk := os.read(fd, CHUNK):
+                _write_all(write_end, chunk)
+        except OSError:
+            pass
+        os.close(write_end)
+
+    threading.Thread(target=copy, name="assern-stdin", daemon=True).start()
+    return read_end
+
+
+class Link:
+    """One connection to a daemon: its number, socket and what was read of a line."""
+
+    def __init__(self, number: int, sock: socket.socket) -> None:
+        self.number = number
+        self.sock = sock
+        self.pending = bytearray()
+        self.heard = time.monotonic()
+        self.ping_sent: float | None = None
+
+    def lines(self, chunk: bytes) -> list[bytes]:
+        """The complete lines `chunk` ends (each with its newline)."""
+        self.pending += chunk
+        if b"\n" not in chunk:
+            return []
+        *complete, rest = bytes(self.pending).split(b"\n")
+        self.pending = bytearray(rest)
+        return [line + b"\n" for line in complete]
+
+
+class Handover:
+    """The bridge's loop (see the module)."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        join: dict[str, Any],
+        *,
+        log_file: str | None,
+        log_level: str,
+        stdin: int = 0,
+        stdout: int = 1,
+    ) -> None:
+        self.join = join
+        self.log_file = log_file
+        self.log_level = log_level
+        self.stdin = stdin
+        self.stdout = stdout
+        self.record = SessionRecord()
+        self.current = Link(0, sock)
+        self.draining: list[Link] = []
+        self.client_pending = bytearray()
+        self.liveness = liveness(os.environ)
+        self.waiting_since: float | None = None  # when the oldest unanswered request was sent
+        self.resumes = 0
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self) -> str:
+        """Bridge until the client ends ("client") or no daemon could be joined ("gone")."""
+        selector = selectors.DefaultSelector()
+        self.selector = selector
+        try:
+            selector.register(self.stdin, selectors.EVENT_READ, None)
+        except (PermissionError, ValueError):  # a file or /dev/null: epoll refuses them
+            self.stdin = _relay(self.stdin)
+            selector.register(self.stdin, selectors.EVENT_READ, None)
+        selector.register(self.current.sock, selectors.EVENT_READ, self.current)
+        with selector:
+            while True:
+                ready = selector.select(self._timeout())
+                for key, _events in ready:
+                    if key.data is None:
+                        if not self._from_client():
+                            return self._client_ended()
+                    else:
+                        self._from_daemon(key.data)
+                self._check_liveness()
+
+    def _client_ended(self) -> str:
+        """Our client closed stdin: shut the write side so the daemon ends the session,
+        and wait (at most DRAIN_TIMEOUT) for it to hang up."""
+        for link in (self.current, *self.draining):
+            try:
+                link.sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        self.current.sock.settimeout(DRAIN_TIMEOUT)
+        try:
+            while time.monotonic() < deadline:
+                chunk = self.current.sock.recv(CHUNK)
+                if not chunk:
+                    break
+                for line in self.current.lines(chunk):
+                    self._daemon_line(line, self.current)
+        except OSError:
+            pass
+        for link in (self.current, *self.draining):
+            link.sock.close()
+        return "client"
+
+    def _from_client(self) -> bool:
+        """Forward what the client wrote; False once it closed stdin."""
+        try:
+            chunk = os.read(self.stdin, CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return False
+        self.client_pending += chunk
+        if b"\n" not in chunk:
+            return True
+        *complete, rest = bytes(self.client_pending).split(b"\n")
+        self.client_pending = bytearray(rest)
+        for line in complete:
+            self._send_client_line(line + b"\n")
+        return True
+
+    def _send_client_line(self, line: bytes) -> None:
+        target = self.record.from_client(line, self.current.number)
+        if target == DROP:
+            return
+        link = self.current
+        if target != link.number:
+            link = next((k for k in self.draining if k.number == target), link)
+        if self.waiting_since is None:
+            self.waiting_since = time.monotonic()
+        try:
+            link.sock.sendall(line)
+        except OSError:
+            pass  # the reader finds the connection gone and resumes
+
+    def _from_daemon(self, link: Link) -> None:
+        try:
+            chunk = link.sock.recv(CHUNK)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._lost(link)
+            return
+        link.heard = time.monotonic()
+        link.ping_sent = None
+        for line in link.lines(chunk):
+            self._daemon_line(line, link)
+        if self.record.superseded is not None:
+            self._supersede()  # before any later line of the client is sent
+        if link is self.current:
+            if self.waiting_since is not None and not self.record.waiting(link.number):
+                self.waiting_since = None
+        elif link in self.draining and not self.record.in_flight(link.number):
+            self._close(link)
+
+    def _daemon_line(self, line: bytes, link: Link) -> None:
+        seen = self.record.from_daemon(line, link.number)
+        if seen is True:
+            _write_all(self.stdout, line)
+        elif seen is not False:
+            notice = self.record.changed(*seen)
+            if notice is not None:
+                _write_all(self.stdout, notice)
+
+    def _close(self, link: Link) -> None:
+        try:
+            self.selector.unregister(link.sock)
+        except (KeyError, ValueError):
+            pass
+        link.sock.close()
+        if link in self.draining:
+            self.draining.remove(link)
+
+    # ------------------------------------------------------------------ liveness
+
+    def _timeout(self) -> float | None:
+        if self.waiting_since is None or not self.record.waiting(self.current.number):
+            return None
+        link = self.current
+        since = link.ping_sent if link.ping_sent is not None else max(link.heard, self.waiting_since)
+        return max(0.0, since + self.liveness - time.monotonic())
+
+    def _check_liveness(self) -> None:
+        if self.waiting_since is None or not self.record.waiting(self.current.number):
+            return
+        link = self.current
+        now = time.monotonic()
+        if link.ping_sent is not None:
+            if now - link.ping_sent >= self.liveness:
+                self._lost(link, why="hung")
+            return
+        if now - max(link.heard, self.waiting_since) >= self.liveness:
+            link.ping_sent = now
+            try:
+                link.sock.sendall(self.record.probe())
+            except OSError:
+                self._lost(link)
+
+    # ------------------------------------------------------------------ resume
+
+    def _lost(self, link: Link, why: str = "stopped") -> None:
+        """A daemon connection ended that our client did not end."""
+        errors = self.record.lost(link.number)
+        for error in errors:
+            _write_all(self.stdout, error)
+        self._close(link)
+        if link is not self.current:
+            return
+        if why == "stopped" and not os.path.exists(self.join["socket"]):
+            # `assernctl shutdown`, SIGTERM: a daemon that stops removes its socket file
+            # (a killed one leaves it; a successor's is there): the session ends with it.
+            raise Ended("the assern daemon was stopped", len(errors))
+        started = time.monotonic()
+        try:
+            self._join(self.current.number + 1)
+        except Gone as gone:
+            raise Gone(str(gone), len(errors)) from None
+        self.resumes += 1
+        log_event(
+            self.log_file,
+            self.log_level,
+            "session_resumed",
+            why=why,
+            resume_s=round(time.monotonic() - started, 3),
+            requests_failed=len(errors),
+            link=self.current.number,
+        )
+
+    def _supersede(self) -> None:
+        """The daemon is being replaced: new requests go to the new one, the calls in
+        flight finish on the old connection (closed once nothing is open on it)."""
+        told = self.record.superseded
+        self.record.superseded = None
+        old = self.current
+        started = time.monotonic()
+        try:
+            self._join(old.number + 1)
+        except Gone as gone:  # the old daemon goes on serving until it closes
+            log_event(self.log_file, self.log_level, "session_not_moved", error=str(gone.args[0]))
+            return
+        self.draining.append(old)
+        if not self.record.in_flight(old.number):
+            self._close(old)
+        log_event(
+            self.log_file,
+            self.log_level,
+            "session_resumed",
+            why="superseded",
+            by=(told or {}).get("build"),
+            resume_s=round(time.monotonic() - started, 3),
+            requests_failed=0,
+            link=self.current.number,
+        )
+
+    def _join(self, number: int) -> None:
+        """Connect to the current daemon and replay the session, within RESUME_TIMEOUT.
+
+        Raises:
+            Gone: no daemon welcomed us in time, or one refused us (the message says).
+        """
+        deadline = time.monotonic() + RESUME_TIMEOUT
+        why = "no daemon answered"
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise Gone(f"{why} within {RESUME_TIMEOUT:g} s")
+            sock, why = self._connect(remaining)
+            if sock is not None:
+                link = Link(number, sock)
+                early = self._replay_initialize(link, min(remaining, WELCOME_WAIT))
+                if early is not None:
+                    break
+                sock.close()
+                why = "the daemon did not answer the session's initialize"
+            time.sleep(RETRY_PAUSE)
+        sock.settimeout(None)
+        self.current = link
+        self.selector.register(sock, selectors.EVENT_READ, link)
+        self.waiting_since = None
+        for line in self.record.replay(number):
+            sock.sendall(line)
+        for line in early:
+            self._daemon_line(line, link)
+
+    def _connect(self, remaining: float) -> tuple[socket.socket | None, str]:
+        """A socket to the current daemon that welcomed our hello (one started when none
+        answers), or None and why.
+
+        Raises:
+            Gone: the daemon refused this session (the message says why).
+        """
+        from assern.app.daemon.launch import start_daemon
+
+        path = self.join["socket"]
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+        except OSError:
+            sock.close()
+            started, message = start_daemon(self.join["home"], os.environ, path)
+            if started is None:
+                return None, message
+            sock = started
+        sock.settimeout(min(remaining, WELCOME_WAIT))
+        try:
+            sock.sendall(self._hello())
+        except OSError:
+            sock.close()
+            return None, "the daemon hung up"
+        from assern.app.daemon.hello import read_welcome
+
+        welcome = read_welcome(sock)
+        if welcome is None:
+            sock.close()
+            return None, "the daemon did not welcome this session"
+        if welcome.get("method") == "assern/refused":
+            sock.close()
+            params = welcome.get("params")
+            raise Gone(str(params.get("error") if isinstance(params, dict) else welcome))
+        return sock, ""
+
+    def _hello(self) -> bytes:
+        from assern.app.daemon.hello import hello_line
+
+        join = self.join
+        return hello_line(
+            cwd=os.getcwd(),
+            environ=os.environ,
+            config=join.get("config"),
+            project=join.get("project"),
+            profile=join.get("profile"),
+            build=join.get("build"),
+            resumes=True,
+        )
+
+    def _replay_initialize(self, link: Link, wait: float) -> list[bytes] | None:
+        """Send the client's `initialize` (ours) and wait for its answer: the lines the
+        daemon sent meanwhile, or None when it did not answer within `wait`."""
+        line = self.record.initialize_line()
+        if line is None:
+            return []  # a 2026-07-28 client: nothing to initialize
+        try:
+            link.sock.sendall(line)
+            deadline = time.monotonic() + wait
+            early: list[bytes] = []
+            while time.monotonic() < deadline:
+                link.sock.settimeout(max(0.01, deadline - time.monotonic()))
+                chunk = link.sock.recv(CHUNK)
+                if not chunk:
+                    return None
+                answered = False
+                for got in link.lines(chunk):
+                    # The rest is seen again, in order, once the session is replayed
+                    # (what the record keeps of a notification or a request is kept twice
+                    # alike; no answer to the client can come before the replay).
+                    if not answered and isinstance(self.record.from_daemon(got, link.number), tuple):
+                        answered = True
+                    else:
+                        early.append(got)
+                if answered:
+                    return early
+        except OSError:
+            pass
+        return None
+
+
+def run_handover(
+    sock: socket.socket, join: dict[str, Any], *, log_file: str | None, log_level: str = "info"
+) -> int:
+    """Bridge and resume until the client ends; log it; the exit status."""
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, _stop)
+    handover = Handover(sock, join, log_file=log_file, log_level=log_level)
+    try:
+        ended = handover.run()
+    except Stopped as stop:
+        log_event(log_file, log_level, "proxy_stopped", ended_by="signal", signal=stop.signum, slot="daemon")
+        return 128 + stop.signum
+    except Gone as gone:
+        message = str(gone.args[0])
+        why = _STOPPED if isinstance(gone, Ended) else _GIVE_UP.format(RESUME_TIMEOUT)
+        for error in handover.record.fail_all(why):
+            try:
+                _write_all(handover.stdout, error)
+            except OSError:
+                break
+        log_event(log_file, log_level, "proxy_stopped", ended_by="primary", slot="daemon", error=message)
+        if isinstance(gone, Ended):
+            print("assern: the shared instance closed the connection", file=sys.stderr, flush=True)
+        else:
+            print(f"assern: no daemon to resume this session on: {message}", file=sys.stderr, flush=True)
+        return 1
+    log_event(log_file, log_level, "proxy_stopped", ended_by=ended, slot="daemon", resumes=handover.resumes)
+    return 0
+
+
+def exec_handover(sock: socket.socket, join: dict[str, Any], *, log_file: str, log_level: str) -> None:
+    """Replace this process with the resuming bridge over `sock` (same pid, stdio,
+    environment and folder). `join` (the socket path, ASSERN_HOME, build, --config,
+    --project, --profile: nothing secret) goes on the argv; the environment never does
+    (/proc/PID/cmdline is readable by others)."""
+    os.set_inheritable(sock.fileno(), True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    arguments = [str(sock.fileno()), log_file, log_level, json.dumps(join)]
+    os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), *arguments])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -I -S handover.py FD LOG_FILE LOG_LEVEL JOIN` (what `exec_handover` runs)."""
+    args = sys.argv[1:] if argv is None else argv
+    join = None
+    if len(args) == 4 and args[0].isdigit():
+        try:
+            join = json.loads(args[3])
+        except ValueError:
+            join = None
+    if not isinstance(join, dict) or not isinstance(join.get("socket"), str):
+        print("usage: python -I -S handover.py FD LOG_FILE LOG_LEVEL JOIN (internal)", file=sys.stderr)
+        return 2
+    return run_handover(socket.socket(fileno=int(args[0])), join, log_file=args[1], log_level=args[2])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
