@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from model_stub import ModelStub, tool_names  # noqa: E402 - beside this file
+from model_stub import ModelStub, tool_names
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE.parents[1] / "examples" / "default.toml"
@@ -57,6 +57,10 @@ def beside_python(name: str) -> str:
     return found
 
 
+class SituationError(Exception):
+    """A run's situation (cold, warm, daemon) could not be made true."""
+
+
 class Setup:
     """One run's folders: a private HOME, its ASSERN_HOME with the default config, a project."""
 
@@ -66,6 +70,7 @@ class Setup:
         self.project = root / "project"
         self.assern_home.mkdir(parents=True, exist_ok=True)
         self.project.mkdir(exist_ok=True)
+        self.catalogs = self.assern_home / "cache" / "catalogs"
         shutil.copyfile(CONFIG, self.assern_home / "config.toml")
 
     def assern_env(self) -> dict[str, str]:
@@ -108,7 +113,8 @@ class Setup:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
-        assert process.stdin is not None and process.stdout is not None
+        assert process.stdin is not None
+        assert process.stdout is not None
         hello = {
             "protocolVersion": "2025-06-18",
             "capabilities": {},
@@ -129,13 +135,47 @@ class Setup:
     def stop_daemon(self) -> None:
         self.assernctl("shutdown")
 
+    def daemon_answers(self) -> bool:
+        """Whether a workstation daemon answers `assernctl status` for this ASSERN_HOME."""
+        status = self.assernctl("status", "--json")
+        return status.returncode == 0 and "workstation" in json.loads(status.stdout or "{}")
+
+    def saved_lists(self) -> int:
+        """How many backends' saved listings `$ASSERN_HOME/cache/catalogs` holds."""
+        return len(list(self.catalogs.glob("*.json"))) if self.catalogs.is_dir() else 0
+
+    def prepare(self, situation: str) -> None:
+        """Make the situation true, and check it is: "cold" (no daemon, no saved lists),
+        "warm" (no daemon, saved lists) or "daemon" (a daemon answers).
+
+        Raises:
+            SituationError: it could not be made true.
+        """
+        self.stop_daemon()
+        if situation == "cold":
+            shutil.rmtree(self.catalogs, ignore_errors=True)
+        elif situation == "warm" and not self.saved_lists():
+            self.start_daemon()  # its backends list, and their listings are saved
+            self.stop_daemon()
+        elif situation == "daemon":
+            self.start_daemon()
+        answers, saved = self.daemon_answers(), self.saved_lists()
+        if (situation == "daemon") != answers:
+            raise SituationError(f"{situation}: a daemon {'answers' if answers else 'does not answer'}")
+        if situation == "cold" and saved:
+            raise SituationError(f"cold: {saved} saved lists are back before the run")
+        if situation == "warm" and not saved:
+            raise SituationError("warm: no saved lists after a daemon's start")
+
 
 def server_entry(setup: Setup) -> dict[str, Any]:
     return {"command": beside_python("assern"), "args": ["serve"], "env": setup.assern_env()}
 
 
-def codex(setup: Setup, url: str) -> tuple[list[str], dict[str, str]]:
-    """Codex CLI: a provider in `$CODEX_HOME/config.toml` whose base URL is the stub's."""
+def codex(setup: Setup, url: str, wait: bool) -> tuple[list[str], dict[str, str]]:
+    """Codex CLI: a provider in `$CODEX_HOME/config.toml` whose base URL is the stub's. It
+    starts its first turn without a server that is not ready within its grace (about a
+    second); `wait` marks assern `required`, which it waits for."""
     codex_home = setup.home / ".codex"
     codex_home.mkdir(exist_ok=True)
     entry = server_entry(setup)
@@ -150,19 +190,22 @@ def codex(setup: Setup, url: str) -> tuple[list[str], dict[str, str]]:
         'wire_api = "responses"\n\n'
         "[mcp_servers.assern]\n"
         f"command = {json.dumps(entry['command'])}\n"
-        'args = ["serve"]\n'
-        f"env = {{ {env_table} }}\n"
+        f"args = {json.dumps(entry['args'])}\n"
+        f"env = {{ {env_table} }}\n" + ("required = true\n" if wait else "")
     )
     command = ["codex", "exec", "--skip-git-repo-check", PROMPT]
     return command, {"CODEX_HOME": str(codex_home), "STUB_API_KEY": "stub"}
 
 
-def gemini(setup: Setup, url: str) -> tuple[list[str], dict[str, str]]:
-    """Gemini CLI: `GOOGLE_GEMINI_BASE_URL` and a dummy `GEMINI_API_KEY`; the server in settings.json."""
+def gemini(setup: Setup, url: str, wait: bool) -> tuple[list[str], dict[str, str]]:
+    """Gemini CLI: `GOOGLE_GEMINI_BASE_URL` and a dummy `GEMINI_API_KEY`; the server in
+    settings.json. It waits for its servers' discovery either way (`wait` changes nothing)."""
     folder = setup.home / ".gemini"
     folder.mkdir(exist_ok=True)
     settings = {
-        "mcpServers": {"assern": server_entry(setup)},
+        # Headless (`-p`), a server's tools that would ask before a call are left out of
+        # the model's request altogether: a trusted server's are not.
+        "mcpServers": {"assern": {**server_entry(setup), "trust": True}},
         "security": {"auth": {"selectedType": "gemini-api-key"}},
         "privacy": {"usageStatisticsEnabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
@@ -176,18 +219,21 @@ def gemini(setup: Setup, url: str) -> tuple[list[str], dict[str, str]]:
     }
 
 
-def claude(setup: Setup, url: str) -> tuple[list[str], dict[str, str]]:
-    """Claude Code: `ANTHROPIC_BASE_URL` and a dummy `ANTHROPIC_API_KEY`; the server by --mcp-config."""
+def claude(setup: Setup, url: str, wait: bool) -> tuple[list[str], dict[str, str]]:
+    """Claude Code: `ANTHROPIC_BASE_URL` and a dummy `ANTHROPIC_API_KEY`; the server by
+    --mcp-config. Print mode starts its turn without a server whose tools are not listed
+    within about two seconds; `wait` sets `MCP_CONNECTION_NONBLOCKING=false`, which waits."""
     config = json.dumps({"mcpServers": {"assern": {"type": "stdio", **server_entry(setup)}}})
     command = ["claude", "-p", PROMPT, "--mcp-config", config, "--strict-mcp-config"]
     return command, {
         "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": "stub",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        **({"MCP_CONNECTION_NONBLOCKING": "false"} if wait else {}),
     }
 
 
-CLIENTS: dict[str, tuple[str, Callable[[Setup, str], tuple[list[str], dict[str, str]]]]] = {
+CLIENTS: dict[str, tuple[str, Callable[[Setup, str, bool], tuple[list[str], dict[str, str]]]]] = {
     "codex": ("Codex CLI", codex),
     "gemini": ("Gemini CLI", gemini),
     "claude": ("Claude Code", claude),
@@ -210,15 +256,17 @@ def offered(expected: list[str], names: list[str]) -> list[str]:
 
 
 def one_run(
-    client: str, situation: str, setup: Setup, stub: ModelStub, expected: list[str], timeout: float
+    client: str,
+    situation: str,
+    setup: Setup,
+    stub: ModelStub,
+    expected: list[str],
+    timeout: float,
+    *,
+    wait: bool = False,
 ) -> dict[str, Any]:
-    catalogs = setup.assern_home / "cache" / "catalogs"
-    setup.stop_daemon()
-    if situation == "cold":
-        shutil.rmtree(catalogs, ignore_errors=True)
-    if situation == "daemon":
-        setup.start_daemon()
-    command, extra = CLIENTS[client][1](setup, stub.url)
+    setup.prepare(situation)
+    command, extra = CLIENTS[client][1](setup, stub.url, wait)
     stub.taken()
     started = time.perf_counter()
     try:
@@ -236,11 +284,7 @@ def one_run(
         stderr = done.stderr
     except subprocess.TimeoutExpired as expired:
         code = None
-        stderr = (
-            expired.stderr.decode(errors="replace")
-            if isinstance(expired.stderr, bytes)
-            else (expired.stderr or "")
-        )
+        stderr = expired.stderr.decode(errors="replace") if isinstance(expired.stderr, bytes) else ""
     seconds = time.perf_counter() - started
     requests = stub.taken()
     first = first_turn(requests)
@@ -277,9 +321,18 @@ def main() -> None:
     parser.add_argument("--clients", nargs="*", choices=sorted(CLIENTS), default=list(CLIENTS))
     parser.add_argument("--situations", nargs="*", choices=SITUATIONS, default=list(SITUATIONS))
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds one client run may take (90)")
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="configure each client to wait for assern before its first turn (not their default)",
+    )
     parser.add_argument("--json", type=Path, help="also write every run here")
     args = parser.parse_args()
     print(f"load average before: {load()}", flush=True)
+    print(
+        "clients configured to wait for assern" if args.wait else "clients on their own defaults",
+        flush=True,
+    )
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="assern-first-turn-") as tmp, ModelStub() as stub:
         for client in args.clients:
@@ -293,10 +346,15 @@ def main() -> None:
             expected = setup.expected_tools()
             for _ in range(args.runs):
                 for situation in args.situations:
-                    run = one_run(client, situation, setup, stub, expected, args.timeout)
+                    try:
+                        run = one_run(client, situation, setup, stub, expected, args.timeout, wait=args.wait)
+                    except SituationError as exc:
+                        setup.stop_daemon()
+                        sys.exit(f"{label}: the situation could not be made true: {exc}")
                     runs.append(run)
                     print(
-                        f"  {situation:6} exit {run['exit']} {run['seconds']:6.2f} s  requests {run['requests']}"
+                        f"  {situation:6} exit {run['exit']} {run['seconds']:6.2f} s"
+                        f"  requests {run['requests']}"
                         f"  assern tools {run['assern_tools']}/{run['expected']}"
                         f"  duplicates {len(run['duplicates'])}"
                         + (f"  first error: {run['errors'][0][:100]}" if run["errors"] else "")
@@ -305,7 +363,10 @@ def main() -> None:
                     )
             setup.stop_daemon()
     print(f"load average after: {load()}")
-    print("first request with every assern tool (runs):")
+    print(
+        "runs whose first model request offers every assern tool;"
+        " runs with a duplicate registration; with an error line:"
+    )
     for client in args.clients:
         cells = []
         for situation in args.situations:
@@ -313,11 +374,12 @@ def main() -> None:
             if mine:
                 whole = sum(run["all_tools"] for run in mine)
                 twice = sum(bool(run["duplicates"]) for run in mine)
-                cells.append(f"{situation} {whole}/{len(mine)} (registered twice {twice})")
+                errors = sum(bool(run["errors"]) for run in mine)
+                cells.append(f"{situation} {whole}/{len(mine)}, twice {twice}, errors {errors}")
         if cells:
-            print(f"  {CLIENTS[client][0]}: " + ", ".join(cells))
+            print(f"  {CLIENTS[client][0]}: " + "; ".join(cells))
     if args.json:
-        args.json.write_text(json.dumps({"load": load(), "runs": runs}, indent=2))
+        args.json.write_text(json.dumps({"load": load(), "wait": args.wait, "runs": runs}, indent=2))
 
 
 if __name__ == "__main__":

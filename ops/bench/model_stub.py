@@ -234,10 +234,10 @@ class ModelStub:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
                 return
 
-            def do_GET(self) -> None:  # noqa: N802 - the base's name
+            def do_GET(self) -> None:
                 self._send(200, {"data": [], "models": []})
 
-            def do_POST(self) -> None:  # noqa: N802 - the base's name
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else self._chunked()
                 try:
@@ -264,7 +264,7 @@ class ModelStub:
             def _chunked(self) -> bytes:
                 if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
                     return b""
-                parts = []
+                parts: list[bytes] = []
                 while True:
                     size = int(self.rfile.readline().strip() or b"0", 16)
                     if size == 0:
