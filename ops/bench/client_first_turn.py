@@ -18,9 +18,15 @@ registrations ("already registered") and errors. Situations, taking turns:
   the daemon;
 - "daemon": a daemon already runs (started by an `assern serve` before the run).
 
-`assernctl shutdown` stops the daemon before and after each run. Everything is written
-under one temporary folder, removed at the end. Prints one line per run and a table of
-"first request with every tool" per client and situation.
+`assernctl shutdown` stops the daemon before and after each run, and `assernctl status`
+checks the situation before it (a run whose situation cannot be made true ends the
+bench with a line saying why). The clients run on their own defaults; `--wait` sets
+those that give up on a starting server to wait for it (Codex CLI `required = true`,
+Claude Code `MCP_CONNECTION_NONBLOCKING=false`). Gemini CLI's entry is trusted: headless,
+it leaves an untrusted server's tools out of the request whatever the server does.
+Everything is written under one temporary folder, removed at the end. Prints one line
+per run, then per client and situation the runs whose first request offered every
+assern tool, those with a duplicate registration and those with an error line.
 """
 
 from __future__ import annotations
@@ -340,7 +346,9 @@ def main() -> None:
             if shutil.which(client) is None:
                 print(f"{label}: not installed (no `{client}` on PATH), skipped", flush=True)
                 continue
-            version = subprocess.run([client, "--version"], capture_output=True, text=True, check=False)
+            version = subprocess.run(
+                [client, "--version"], capture_output=True, text=True, timeout=60, check=False
+            )
             print(f"{label} {version.stdout.strip()}", flush=True)
             setup = Setup(Path(tmp) / client)
             expected = setup.expected_tools()
