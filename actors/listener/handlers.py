@@ -93,7 +93,7 @@ class Handlers:
         catalog = self._routing.catalog
         if not catalog.lists_meta_tools_only:
             catalog = await self._routing.settled_catalog()
-        self._routing.listed.add("tools")
+        self._routing.given["tools"] = catalog
         return types.ListToolsResult(tools=catalog.tool_list)
 
     async def _call_tool(

@@ -292,7 +292,7 @@ class ModernLines:
             catalog = self._routing.catalog
             if not catalog.lists_meta_tools_only:
                 catalog = await self._routing.settled_catalog()
-            self._routing.listed.add("tools")
+            self._routing.given["tools"] = catalog
             return framing.encoded_result(
                 request_id, b"".join((b'{"tools":', catalog.tools_json, *self._listed))
             )

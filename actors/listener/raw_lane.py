@@ -299,7 +299,7 @@ class RawLane:
         nursery, send_raw = self._nursery, self._send_raw
         if nursery is None or send_raw is None:
             return False
-        self._routing.listed.add("tools")
+        self._routing.given["tools"] = catalog
         tools = b"".join((b'{"tools":', catalog.tools_json, b"}"))
         self.write(framing.encoded_result(request_id, tools))
         return True

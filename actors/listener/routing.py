@@ -49,9 +49,10 @@ class Routing:
         #: the server of the last call the connection made that was answered: its tools
         #: come first among like matches in the connection's next search (session.py)
         self.last_server: str | None = None
-        #: the kinds of list ("tools", "prompts", "resources") the client was answered: it
-        #: gets list_changed for those only (none before its first list)
-        self.listed: set[str] = set()
+        #: the catalog each kind of list ("tools", "prompts", "resources") was last given
+        #: to the client from (answered, or announced as changed): it gets list_changed
+        #: for a kind only when the list differs from that one (none before its first list)
+        self.given: dict[str, Catalog] = {}
 
     @property
     def catalog(self) -> Catalog:
@@ -150,11 +151,24 @@ class Routing:
                 nursery.start_soon(warmed)
 
     async def catalog_to_list(self, kind: str) -> Catalog:
-        """The catalog to answer a list of `kind` from (as `settled_catalog`), noting that
-        the client was given one."""
+        """The catalog to answer a list of `kind` from (as `settled_catalog`), noted as
+        the one the client was given."""
         catalog = await self.settled_catalog()
-        self.listed.add(kind)
+        self.given[kind] = catalog
         return catalog
+
+    def to_announce(self, catalog: Catalog) -> list[str]:
+        """The kinds of list the client was given that `catalog` changes; each is noted as
+        given from `catalog` (the client is told, and lists it anew). A change the client
+        got in its answer already (the catalog moved while its list waited) is none."""
+        kinds = [
+            kind
+            for kind, given in self.given.items()
+            if given is not catalog and kind in changed_lists(given, catalog)
+        ]
+        for kind in kinds:
+            self.given[kind] = catalog
+        return kinds
 
     async def settled_catalog(self) -> Catalog:
         """The catalog once the starting backends are listed (or `list_wait` passed)."""
@@ -212,3 +226,16 @@ class Routing:
         answered = self.answered
         if answered is not None and outcome == "ok" and (server, tool) in answered:
             self.shared.use.called(server, tool)  # O(1), in memory (actors/search/learned.py)
+
+
+def changed_lists(old: Catalog, new: Catalog) -> list[str]:
+    """The kinds of list ("tools", "prompts", "resources") that differ from `old` to `new`:
+    the tools as encoded, the prompts' and resources' exposed names, the templates."""
+    kinds = []
+    if old.tools_json != new.tools_json:
+        kinds.append("tools")
+    if list(old.prompts) != list(new.prompts):
+        kinds.append("prompts")
+    if list(old.resources) != list(new.resources) or old.templates != new.templates:
+        kinds.append("resources")
+    return kinds

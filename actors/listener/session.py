@@ -64,7 +64,7 @@ from assern.actors.listener.protocol import (
 )
 from assern.actors.listener.raw_lane import RawLane
 from assern.actors.listener.roots import ClientRoots
-from assern.actors.listener.routing import Routing
+from assern.actors.listener.routing import Routing, changed_lists
 from assern.actors.router.views import choose_profile
 from assern.supervisor.io.writer import DirectWriter
 
@@ -444,31 +444,24 @@ class ClientConnection:
     # ----------------------------------------------------------- notifications
 
     async def _follow_catalog(self) -> None:
+        """Tell the client of each list that changed. A 2026-07-28 connection's streams
+        hear every change; a handshake-era client only of a list that differs from the one
+        it was given (routing.py, `to_announce`): a change before its first list, or while
+        that list waited, is in its answer already, and a client still discovering takes a
+        needless notification for a reason to register the server's features twice."""
         old = self.routing.catalog
         while True:
             self._seen_version, new = await self.routing.next_catalog(self._seen_version)
-            kinds = []
-            if old.tools_json != new.tools_json:
-                kinds.append("tools")
-            if list(old.prompts) != list(new.prompts):
-                kinds.append("prompts")
-            if list(old.resources) != list(new.resources) or old.templates != new.templates:
-                kinds.append("resources")
+            if self._events is not None:
+                for kind in changed_lists(old, new):
+                    await self._events.list_changed(kind)
             old = new
-            for kind in kinds:
-                await self._send_list_changed(kind)
-
-    async def _send_list_changed(self, kind: str) -> None:
-        """Tell the client a list changed. A handshake-era client is told only of lists it
-        was given: a change before its first list is in that list already (and a client
-        still discovering may take the notification for a second server)."""
-        if self._events is not None:
-            await self._events.list_changed(kind)
-        protocol = self._initialized()
-        if protocol is None or kind not in self.routing.listed:
-            return
-        await protocol.notify(f"notifications/{kind}/list_changed")
-        log.debug("list_changed_sent", kind=kind)
+            protocol = self._initialized()
+            if protocol is None:
+                continue
+            for kind in self.routing.to_announce(new):
+                await protocol.notify(f"notifications/{kind}/list_changed")
+                log.debug("list_changed_sent", kind=kind)
 
     async def backend_notification(self, server: str, note: types.ServerNotification) -> None:
         """Forward a backend's resource update or log message to this client."""

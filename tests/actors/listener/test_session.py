@@ -398,6 +398,44 @@ async def test_no_list_changed_before_the_first_list(raw_lane: bool) -> None:
         assert await s.wire.next() == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
+def with_prompts_of_b(*prompts: str) -> Catalog:
+    """Backend "a"'s echo tool, and the starting backend "b" listed with `prompts`."""
+    return build_catalog(
+        [
+            BackendListing(server="a", tools=(tool("echo"),)),
+            BackendListing(server="b", prompts=tuple(types.Prompt(name=name) for name in prompts)),
+        ]
+    )
+
+
+@pytest.mark.parametrize("kind", ["prompts", "tools"])
+async def test_a_change_while_a_first_list_waits_is_in_its_answer_and_not_announced(kind: str) -> None:
+    """The catalog moves while the client's list waits for a starting backend: the answer
+    carries the new list, and no list_changed follows it (a client still discovering
+    registers everything twice on one). Which of the two tasks woken by the change runs
+    first is the scheduler's pick, so the test repeats."""
+    for attempt in range(12):
+        async with serve("echo", settled=False) as s:
+            await s.wire.handshake()
+            await s.wire.request(attempt, f"{kind}/list")
+            await trio.testing.wait_all_tasks_blocked()
+            s.shared.catalog.set(with_prompts_of_b("summarize"))  # "b" listed: lists may go
+            answer = await s.wire.next()
+            assert answer["id"] == attempt
+            if kind == "prompts":
+                assert [p["name"] for p in answer["result"]["prompts"]] == ["b_summarize"]
+            # The next line the client hears answers its ping: no notification came between.
+            assert await s.wire.ask("after", "ping") == {"jsonrpc": "2.0", "id": "after", "result": {}}
+            # A change of what it was given is announced; one of another list is not.
+            s.shared.catalog.set(with_prompts_of_b("summarize", "explain"))
+            if kind == "prompts":
+                assert await s.wire.next() == {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/prompts/list_changed",
+                }
+            assert await s.wire.ask("last", "ping") == {"jsonrpc": "2.0", "id": "last", "result": {}}
+
+
 async def test_resource_updates_for_subscribed_uris_and_log_messages_reach_the_client() -> None:
     async with serve() as s:
         await s.wire.handshake()
