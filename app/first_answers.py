@@ -79,6 +79,7 @@ def saved_answers(
     """The answers file kept for `key` when it is this build's and nothing the
     resolution depended on changed since; else None."""
     from assern.app.hint import stamp_holds
+
     stamp_path, answers_path = answer_files(assern_home, key)
     header = read_private_json(stamp_path)
     if not isinstance(header, dict):
