@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assern.app.handover import Handover, liveness
+from assern.app.handover import Handover, complete_lines, liveness
 from assern.app.session_record import LOST_MESSAGE
 
 TOOLS = {"tools": [{"name": "alpha_echo", "inputSchema": {"type": "object"}}]}
@@ -174,3 +174,14 @@ def test_liveness_reads_a_positive_number_of_seconds() -> None:
     assert liveness({"ASSERN_DAEMON_LIVENESS": "2.5"}) == 2.5
     for bad in ("", "0", "-1", "inf", "soon"):
         assert liveness({"ASSERN_DAEMON_LIVENESS": bad}) == 10.0
+
+
+def test_complete_lines_keeps_what_follows_the_last_newline_for_the_next_chunk() -> None:
+    pending = bytearray()
+    assert complete_lines(pending, b'{"a":1}\n') == [b'{"a":1}\n']
+    assert complete_lines(pending, b'{"b":') == []
+    assert complete_lines(pending, b'2}\n{"c":3}\n{"d"') == [b'{"b":2}\n', b'{"c":3}\n']
+    assert pending == b'{"d"'
+    assert complete_lines(pending, b":4}\n") == [b'{"d":4}\n']
+    assert pending == b""
+    assert complete_lines(pending, b"\n") == [b"\n"]

@@ -198,3 +198,19 @@ def test_the_liveness_probe_is_one_each_era_answers() -> None:
     assert probe["method"] == "server/discover"
     assert probe["params"] == {"_meta": meta}
     assert probe["id"].startswith(OWN_PREFIX)
+
+
+def test_a_short_answer_is_matched_by_its_head_with_string_and_negative_ids() -> None:
+    record = initialized_session()
+    record.from_client(line(id="call-é", method="tools/call"), 0)
+    record.from_client(line(id=-3, method="tools/call"), 0)
+    assert record.from_daemon(b'{"jsonrpc":"2.0","id":"call-\xc3\xa9","result":{}}\n', 0) is True
+    assert record.from_daemon(b'{"jsonrpc": "2.0", "id": -3, "error": {"code": 1, "message": "m"}}\n', 0)
+    assert record.waiting(0) == 0
+    # a short list answer and an answer to the bridge's own request are still read whole
+    record.from_client(line(id=4, method="tools/list"), 0)
+    assert record.from_daemon(b'{"jsonrpc":"2.0","id":4,"result":' + json.dumps(TOOLS).encode() + b"}\n", 0)
+    assert record.lists["tools/list"][0] == digest(TOOLS, "tools")
+    probe = json.loads(record.probe())
+    answer = b'{"jsonrpc":"2.0","id":"' + probe["id"].encode() + b'","result":{"ok":1}}\n'
+    assert record.from_daemon(answer, 0) == ("ping", {"ok": 1})
