@@ -85,19 +85,37 @@ def lost_error(ident: object, message: str = LOST_MESSAGE) -> bytes:
     return line_of({"jsonrpc": "2.0", "id": ident, "error": {"code": LOST_CODE, "message": message}})
 
 
-def _head_id(found: bytes) -> int | str:
+def _head_id(found: bytes) -> int | str | None:
     """The id `_RESPONSE_HEAD` found: digits, or a string with no escape (read as
-    json.loads reads them, without its machinery: this runs for every answer)."""
-    if found[:1] == b'"':
+    json.loads reads them, without its machinery: this runs for every answer); None
+    for a string that is not UTF-8."""
+    if found[:1] != b'"':
+        return int(found)
+    try:
         return found[1:-1].decode()
-    return int(found)
+    except ValueError:
+        return None
+
+
+#: json's own scanner for one value (what json.loads runs under its checks); read
+#: through `_parse` for every line that crosses the bridge
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by its __init__
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
+    """The line's JSON object, as json.loads reads it; None for anything else. A line
+    that is one value and its newline is scanned directly; any other (whitespace before
+    or after it, a byte that is not UTF-8, no valid value) goes to json.loads."""
     try:
-        message = json.loads(line)
-    except ValueError:
-        return None
+        text = line.decode()
+        message, end = _SCAN(text, 0)
+        if text[end:] not in ("\n", ""):
+            raise ValueError(end)
+    except (StopIteration, ValueError):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
     return message if isinstance(message, dict) else None
 
 
@@ -182,8 +200,9 @@ class SessionRecord:
         is read from the head of the line as the daemon writes it
         (`{"jsonrpc":"2.0","id":...,"result"`); a line with any other head is parsed."""
         head = _RESPONSE_HEAD.match(line)
-        if head is not None:
-            return self._answer(_head_id(head.group(1)), line, None, link)
+        ident = None if head is None else _head_id(head.group(1))
+        if ident is not None:
+            return self._answer(ident, line, None, link)
         message = _parse(line)
         if message is None:
             return True
