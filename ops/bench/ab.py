@@ -25,7 +25,10 @@ build: the median and p99 of a sequential `echo` call, its overhead over the dir
 median (in µs and as a share of the direct call), the aggregator's CPU per call, the
 throughput with 32 calls in flight against direct, and the aggregator's own memory (RSS
 after the load, and its peak). Last, the ratios B ÷ A: the figure to read, as both were
-measured under the same conditions; absolute figures move with the machine.
+measured under the same conditions; absolute figures move with the machine. The call
+median's ratio is given twice: of the two medians over the whole run, and "paired
+blocks", the median over the run of B's block median ÷ A's block median run just
+before or after it, which a load that changes during the run moves less.
 
 With `--b-page` both builds run as shared instances (with their control sockets, as
 `assern serve` runs by default) and B has its status page open for the whole run: one
@@ -170,6 +173,8 @@ class Running:
     server: SpawnedServer
     call: measure.Caller
     samples: list[float] = attrs.Factory(list)
+    #: the median of each block of calls, in the order they ran
+    block_medians: list[float] = attrs.Factory(list)
     cpu: float = 0.0
     calls_per_s: list[float] = attrs.Factory(list)
     #: the instance's own pid when it is not the spawned one (a shared one runs detached)
@@ -320,6 +325,7 @@ async def measure_all(
                 for run in order:
                     await block(direct, args.block, direct_samples)
                     await block(run.call, args.block, run.samples)
+                    run.block_medians.append(statistics.median(run.samples[-args.block :]))
         for run, before, shim in zip(runs, cpu_before, shim_before, strict=True):
             run.cpu = procs.cpu_seconds(run.pid) - before
             if run.shim_pid:
@@ -356,7 +362,15 @@ async def measure_all(
             "page_events": run.page.events if run.page is not None else None,
             "shim": shim_figures(run),
         }
+    if len(runs) == 2:
+        out["paired_median_ratio"] = paired_ratio(runs[0].block_medians, runs[1].block_medians)
     return out
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """The median over rounds of B's block median ÷ A's, each pair run one after the
+    other: what drifts over the run (the machine's load) cancels within a pair."""
+    return statistics.median(y / x for x, y in zip(a, b, strict=True))
 
 
 async def ab(sides: list[Side], scripts: list[Path], args: argparse.Namespace) -> dict[str, Any]:
@@ -439,7 +453,8 @@ def report(out: dict[str, Any]) -> str:
         ratio = b["overhead_us"] / a["overhead_us"] if a["overhead_us"] > 0 else float("nan")
         cpu = b["cpu_per_call_us"] / a["cpu_per_call_us"] if a["cpu_per_call_us"] else float("nan")
         rows.append(
-            f"B ÷ A: overhead {ratio:.2f}, median {b['median_ms'] / a['median_ms']:.3f}, "
+            f"B ÷ A: overhead {ratio:.2f}, median {b['median_ms'] / a['median_ms']:.3f} "
+            f"(paired blocks {out['paired_median_ratio']:.3f}), "
             f"p99 {b['p99_ms'] / a['p99_ms']:.3f}, CPU per call {cpu:.2f}, "
             f"RSS {b['rss_mb'] / a['rss_mb']:.2f}"
         )

@@ -54,6 +54,7 @@ def test_the_daemon_smoke_run_measures_each_build_through_its_own_daemon(tmp_pat
     assert "B ÷ A, the shim: CPU per call" in done.stdout
     figures = json.loads(out.read_text())
     assert figures["daemon"] is True
+    assert figures["paired_median_ratio"] > 0
     for build in figures["builds"].values():
         assert build["median_ms"] > 0
         assert build["rss_mb"] > 0  # the daemon's
