@@ -245,12 +245,21 @@ class Handover:
         return True
 
     def _send_client_line(self, line: bytes) -> None:
-        target = self.record.from_client(line, self.current.number)
+        link = self.current
+        if not self.draining and not self.record.dead_daemon_requests:
+            # Every line goes to the current daemon then (no other holds a request, and
+            # no answer is to be dropped): sent first, read after, off the call's path.
+            self._send(link, line)
+            self.record.from_client(line, link.number)
+            return
+        target = self.record.from_client(line, link.number)
         if target == DROP:
             return
-        link = self.current
         if target != link.number:
             link = next((k for k in self.draining if k.number == target), link)
+        self._send(link, line)
+
+    def _send(self, link: Link, line: bytes) -> None:
         if self.waiting_since is None:
             self.waiting_since = time.monotonic()
         try:
