@@ -420,6 +420,8 @@ def report(out: dict[str, Any]) -> str:
         f"direct call: median {direct['median_ms']:.3f} ms, p99 {direct['p99_ms']:.3f} ms "
         f"({direct['n']} calls)",
     ]
+    machine = out["machine"]
+    rows.append(f"{machine['cpus']} CPUs, load average {machine['loadavg']} (1, 5, 15 min) at the run's end")
     if out["daemon"]:
         rows.append("each build through its own workstation daemon: CPU/call, RSS and peak are the daemon's")
     header = (

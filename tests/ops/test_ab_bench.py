@@ -52,6 +52,7 @@ def test_the_daemon_smoke_run_measures_each_build_through_its_own_daemon(tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert "B ÷ A, the shim: CPU per call" in done.stdout
+    assert "load average" in done.stdout
     figures = json.loads(out.read_text())
     assert figures["daemon"] is True
     assert figures["paired_median_ratio"] > 0
