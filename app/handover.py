@@ -107,6 +107,19 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def complete_lines(pending: bytearray, chunk: bytes) -> list[bytes]:
+    """The complete lines `chunk` ends, each with its newline; what follows the last
+    newline stays in `pending` (changed in place) for the next chunk."""
+    if not pending and chunk and chunk.find(b"\n") == len(chunk) - 1:
+        return [chunk]  # the usual read: one whole line, nothing held before it
+    pending += chunk
+    if b"\n" not in chunk:
+        return []
+    *complete, rest = bytes(pending).split(b"\n")
+    pending[:] = rest
+    return [line + b"\n" for line in complete]
+
+
 def _stop(signum: int, _frame: FrameType | None) -> None:
     raise Stopped(signum)
 
@@ -160,12 +173,7 @@ class Link:
 
     def lines(self, chunk: bytes) -> list[bytes]:
         """The complete lines `chunk` ends (each with its newline)."""
-        self.pending += chunk
-        if b"\n" not in chunk:
-            return []
-        *complete, rest = bytes(self.pending).split(b"\n")
-        self.pending = bytearray(rest)
-        return [line + b"\n" for line in complete]
+        return complete_lines(self.pending, chunk)
 
 
 class Handover:
@@ -219,16 +227,16 @@ class Handover:
             selector.register(self.current.sock, selectors.EVENT_READ, self.current)
         elif not self._start_early():
             return "client"
+        timeout = None
         with selector:
             while True:
-                ready = selector.select(self._timeout())
-                for key, _events in ready:
+                for key, _events in selector.select(timeout):
                     if key.data is None:
                         if not self._from_client():
                             return self._client_ended()
                     else:
                         self._from_daemon(key.data)
-                self._check_liveness()
+                timeout = self._liveness()
 
     def _client_ended(self) -> str:
         """Our client closed stdin: shut the write side so the daemon ends the session,
@@ -261,22 +269,26 @@ class Handover:
             chunk = b""
         if not chunk:
             return False
-        self.client_pending += chunk
-        if b"\n" not in chunk:
-            return True
-        *complete, rest = bytes(self.client_pending).split(b"\n")
-        self.client_pending = bytearray(rest)
-        for line in complete:
-            self._client_line(line + b"\n")
+        for line in complete_lines(self.client_pending, chunk):
+            self._client_line(line)
         return True
 
     def _send_client_line(self, line: bytes) -> None:
-        target = self.record.from_client(line, self.current.number)
+        link = self.current
+        if not self.draining and not self.record.dead_daemon_requests:
+            # Every line goes to the current daemon then (no other holds a request, and
+            # no answer is to be dropped): sent first, read after, off the call's path.
+            self._send(link, line)
+            self.record.from_client(line, link.number)
+            return
+        target = self.record.from_client(line, link.number)
         if target == DROP:
             return
-        link = self.current
         if target != link.number:
             link = next((k for k in self.draining if k.number == target), link)
+        self._send(link, line)
+
+    def _send(self, link: Link, line: bytes) -> None:
         if self.waiting_since is None:
             self.waiting_since = time.monotonic()
         try:
@@ -407,28 +419,29 @@ class Handover:
 
     # ------------------------------------------------------------------ liveness
 
-    def _timeout(self) -> float | None:
+    def _liveness(self) -> float | None:
+        """Probe the current daemon, or give up on it, when its time came (see the
+        module); the seconds until the next check, None while no request waits. One
+        clock reading when a request waits, none otherwise."""
         if self.waiting_since is None or not self.record.waiting(self.current.number):
             return None
         link = self.current
-        since = link.ping_sent if link.ping_sent is not None else max(link.heard, self.waiting_since)
-        return max(0.0, since + self.liveness - time.monotonic())
-
-    def _check_liveness(self) -> None:
-        if self.waiting_since is None or not self.record.waiting(self.current.number):
-            return
-        link = self.current
         now = time.monotonic()
         if link.ping_sent is not None:
-            if now - link.ping_sent >= self.liveness:
-                self._lost(link, why="hung")
-            return
-        if now - max(link.heard, self.waiting_since) >= self.liveness:
-            link.ping_sent = now
-            try:
-                link.sock.sendall(self.record.probe())
-            except OSError:
-                self._lost(link)
+            if now - link.ping_sent < self.liveness:
+                return link.ping_sent + self.liveness - now
+            self._lost(link, why="hung")
+            return self._liveness()  # a new daemon's session: nothing waits there yet
+        since = max(link.heard, self.waiting_since)
+        if now - since < self.liveness:
+            return since + self.liveness - now
+        link.ping_sent = now
+        try:
+            link.sock.sendall(self.record.probe())
+        except OSError:
+            self._lost(link)
+            return self._liveness()
+        return self.liveness
 
     # ------------------------------------------------------------------ resume
 

@@ -58,8 +58,7 @@ OWN_PREFIX = "assern-handover-"
 
 #: Dropped, not forwarded anywhere.
 DROP = -1
-#: A daemon line longer than this that starts as an answer is not parsed whole.
-SMALL_LINE = 1024
+#: The head of an answer as the daemon writes it; such a line is not parsed whole.
 _RESPONSE_HEAD = re.compile(rb'\{"jsonrpc":\s*"2\.0",\s*"id":\s*(-?\d+|"[^"\\]*")\s*,\s*"(?:result|error)"')
 
 
@@ -90,11 +89,37 @@ def lost_error(ident: object, message: str = LOST_MESSAGE) -> bytes:
     return line_of({"jsonrpc": "2.0", "id": ident, "error": {"code": LOST_CODE, "message": message}})
 
 
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _head_id(found: bytes) -> int | str | None:
+    """The id `_RESPONSE_HEAD` found: digits, or a string with no escape (read as
+    json.loads reads them, without its machinery: this runs for every answer); None
+    for a string that is not UTF-8."""
+    if found[:1] != b'"':
+        return int(found)
     try:
-        message = json.loads(line)
+        return found[1:-1].decode()
     except ValueError:
         return None
+
+
+#: json's own scanner for one value (what json.loads runs under its checks); read
+#: through `_parse` for every line that crosses the bridge
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set by its __init__
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    """The line's JSON object, as json.loads reads it; None for anything else. A line
+    that is one value and its newline is scanned directly; any other (whitespace before
+    or after it, a byte that is not UTF-8, no valid value) goes to json.loads."""
+    try:
+        text = line.decode()
+        message, end = _SCAN(text, 0)
+        if text[end:] not in ("\n", ""):
+            raise ValueError(end)
+    except (StopIteration, ValueError):
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return None
     return message if isinstance(message, dict) else None
 
 
@@ -178,12 +203,13 @@ class SessionRecord:
         """Record a daemon's line: whether it goes on to the client, or, for the answer
         to one of the bridge's own requests, its method and result (never forwarded).
 
-        A long answer is not parsed whole unless it is a list's: its id is read from the
-        head of the line as the daemon writes it (`{"jsonrpc":"2.0","id":...,"result"`)."""
-        if len(line) > SMALL_LINE:
-            head = _RESPONSE_HEAD.match(line)
-            if head is not None:
-                return self._answer(json.loads(head.group(1)), line, None, link)
+        An answer is not parsed whole unless it is a list's or the bridge's own: its id
+        is read from the head of the line as the daemon writes it
+        (`{"jsonrpc":"2.0","id":...,"result"`); a line with any other head is parsed."""
+        head = _RESPONSE_HEAD.match(line)
+        ident = None if head is None else _head_id(head.group(1))
+        if ident is not None:
+            return self._answer(ident, line, None, link)
         message = _parse(line)
         if message is None:
             return True
@@ -278,6 +304,8 @@ class SessionRecord:
 
     def waiting(self, link: int) -> int:
         """The client's requests waiting for an answer on `link`."""
+        if not self.client_requests:
+            return 0  # the bridge asks after every line: mostly when nothing waits
         return sum(1 for held in self.client_requests.values() if held[2] == link)
 
     def in_flight(self, link: int) -> int:

@@ -6,6 +6,7 @@
     .venv/bin/python ops/bench/ab.py --a worktree --b worktree --b-settings 'validate = "off"'
     .venv/bin/python ops/bench/ab.py --smoke                  # a few calls (the test suite's run)
     .venv/bin/python ops/bench/ab.py --a worktree --b worktree --b-page   # the status page open on B
+    .venv/bin/python ops/bench/ab.py --a 99c19f0 --daemon     # through each build's own daemon
 
 Each side is a build plus optional `[settings]` lines. A build is a git revision or
 `worktree` (the checkout as it is, uncommitted changes included), installed with pip
@@ -24,11 +25,23 @@ build: the median and p99 of a sequential `echo` call, its overhead over the dir
 median (in µs and as a share of the direct call), the aggregator's CPU per call, the
 throughput with 32 calls in flight against direct, and the aggregator's own memory (RSS
 after the load, and its peak). Last, the ratios B ÷ A: the figure to read, as both were
-measured under the same conditions; absolute figures move with the machine.
+measured under the same conditions; absolute figures move with the machine. The call
+median's ratio is given twice: of the two medians over the whole run, and "paired
+blocks", the median over the run of B's block median ÷ A's block median run just
+before or after it, which a load that changes during the run moves less.
 
 With `--b-page` both builds run as shared instances (with their control sockets, as
 `assern serve` runs by default) and B has its status page open for the whole run: one
 tab's event stream (page_open.py), which the instance feeds every second.
+
+With `--daemon` each side runs its own workstation daemon: `assern daemon` of that
+build, in that side's `ASSERN_HOME`, started before the client and stopped (SIGTERM)
+after it; the measured client's `assern serve` of the same build joins it as a user's
+client does, and the call goes client → that session's `assern serve` (the shim: the
+byte bridge of app/bridge.py in builds before the resuming one of app/handover.py) →
+the daemon → the backend. The aggregator columns (CPU per call, RSS, peak) are then the
+daemon's; one more table gives the shim's: its CPU per call over the same calls, its
+RSS and PSS after the load, and its peak RSS (since its exec into the bridge).
 """
 
 from __future__ import annotations
@@ -73,6 +86,8 @@ class Side:
     settings: str  # TOML lines for [settings], may be empty
     #: None: an isolated instance; False: shared, no page; True: shared, its page open
     page: bool | None = None
+    #: served through a workstation daemon of its own build (`page` is then unused)
+    daemon: bool = False
 
 
 # ------------------------------------------------------------------- builds
@@ -158,28 +173,110 @@ class Running:
     server: SpawnedServer
     call: measure.Caller
     samples: list[float] = attrs.Factory(list)
+    #: the median of each block of calls, in the order they ran
+    block_medians: list[float] = attrs.Factory(list)
     cpu: float = 0.0
     calls_per_s: list[float] = attrs.Factory(list)
     #: the instance's own pid when it is not the spawned one (a shared one runs detached)
     instance_pid: int = 0
     page: page_open.PageSeen | None = None
+    #: with a daemon: the spawned `assern serve`, a shim between the client and the daemon
+    shim_pid: int = 0
+    shim_cpu: float = 0.0
 
     @property
     def pid(self) -> int:
         return self.instance_pid or self.server.pid
 
 
+#: How long `assern daemon` may take to bind its sockets, and to stop once told to.
+DAEMON_WAIT = 60.0
+#: What `assern daemon` writes on stderr once its sockets listen (every build since it came).
+DAEMON_READY = b"MCP socket"
+
+
+@contextlib.asynccontextmanager
+async def own_daemon(script: Path, env: dict[str, str], workdir: Path, label: str) -> AsyncIterator[int]:
+    """`assern daemon` of this build in this side's `ASSERN_HOME`, listening; its pid.
+    Stopped on exit with SIGTERM (as a service manager stops it), killed if it lingers."""
+    log = workdir / f"{label}-daemon.stderr"
+    with log.open("wb") as stderr:
+        process = await trio.lowlevel.open_process(
+            [str(script), "daemon"],
+            env=env,
+            cwd=workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    try:
+        with trio.move_on_after(DAEMON_WAIT) as waited:
+            while DAEMON_READY not in log.read_bytes():
+                if process.poll() is not None:
+                    raise SystemExit(
+                        f"{label}: `assern daemon` exited ({process.returncode}): {log.read_text()}"
+                    )
+                await trio.sleep(0.05)
+        if waited.cancelled_caught:
+            raise SystemExit(
+                f"{label}: `assern daemon` did not listen in {DAEMON_WAIT:g} s: {log.read_text()}"
+            )
+        yield process.pid
+    finally:
+        with trio.CancelScope(shield=True):
+            process.terminate()
+            with trio.move_on_after(DAEMON_WAIT):
+                await process.wait()
+            if process.poll() is None:
+                process.kill()
+                await process.wait()
+
+
 @contextlib.asynccontextmanager
 async def serving(
     side: Side, script: Path, workdir: Path, backends: Sequence[peers.Backend], mode: str
 ) -> AsyncIterator[Running]:
-    """`assern serve` of one build, connected, with every backend's tools visible."""
+    """`assern serve` of one build, connected, with every backend's tools visible (with a
+    daemon: that build's daemon listening first, which the `assern serve` joins)."""
     config = write_config(workdir, side, backends)
     env = peers.base_env() | {"ASSERN_HOME": str(workdir / f"home-{side.label}")}
+    if side.daemon:
+        async with (
+            own_daemon(script, env, workdir, side.label) as daemon_pid,
+            _joined(side, script, workdir, config, env, backends, mode) as running,
+        ):
+            running.instance_pid, running.shim_pid = daemon_pid, running.server.pid
+            yield running
+        return
     if side.page is None:
         env["ASSERN_NO_INSTANCE_SHARING"] = "1"
     else:  # the page of this configuration's own shared instance, not the workstation daemon's
         env["ASSERN_NO_DAEMON"] = "1"
+    async with _joined(side, script, workdir, config, env, backends, mode) as running:
+        if side.page is None:
+            yield running
+            return
+        assernctl = script.with_name("assernctl")
+        running.instance_pid = await page_open.primary_pid(assernctl, config, env, workdir)
+        if not side.page:
+            yield running
+            return
+        async with page_open.page_open(assernctl, config, env, workdir) as running.page:
+            yield running
+
+
+@contextlib.asynccontextmanager
+async def _joined(
+    side: Side,
+    script: Path,
+    workdir: Path,
+    config: Path,
+    env: dict[str, str],
+    backends: Sequence[peers.Backend],
+    mode: str,
+) -> AsyncIterator[Running]:
+    """The client connected to `assern serve`, once every backend's tools are visible."""
     server = SpawnedServer(
         [str(script), "serve", "--config", str(config)],
         env=env,
@@ -198,17 +295,7 @@ async def serving(
         )
         if when is None:
             raise SystemExit(f"{side.label}: not every backend's tools visible in time")
-        running = Running(side, server, client_caller(client, found))
-        if side.page is None:
-            yield running
-            return
-        assernctl = script.with_name("assernctl")
-        running.instance_pid = await page_open.primary_pid(assernctl, config, env, workdir)
-        if not side.page:
-            yield running
-            return
-        async with page_open.page_open(assernctl, config, env, workdir) as running.page:
-            yield running
+        yield Running(side, server, client_caller(client, found))
 
 
 async def block(call: measure.Caller, count: int, into: list[float] | None) -> None:
@@ -231,14 +318,18 @@ async def measure_all(
         # CPU over the whole phase: a build waiting for its turn uses none, and /proc's
         # 10 ms ticks would blur a figure read per block
         cpu_before = [procs.cpu_seconds(run.pid) for run in runs]
+        shim_before = [procs.cpu_seconds(run.shim_pid) if run.shim_pid else 0.0 for run in runs]
         for round_ in range(args.rounds):
             order = runs if round_ % 2 == 0 else runs[::-1]
             for _ in range(max(1, args.calls // (args.rounds * args.block))):
                 for run in order:
                     await block(direct, args.block, direct_samples)
                     await block(run.call, args.block, run.samples)
-        for run, before in zip(runs, cpu_before, strict=True):
+                    run.block_medians.append(statistics.median(run.samples[-args.block :]))
+        for run, before, shim in zip(runs, cpu_before, shim_before, strict=True):
             run.cpu = procs.cpu_seconds(run.pid) - before
+            if run.shim_pid:
+                run.shim_cpu = procs.cpu_seconds(run.shim_pid) - shim
         direct_rates: list[float] = []
         for round_ in range(args.throughput_rounds):
             for run in runs if round_ % 2 == 0 else runs[::-1]:
@@ -269,8 +360,17 @@ async def measure_all(
             "rss_mb": procs.rss_kb(run.pid) / 1024,
             "rss_peak_mb": procs.peak_rss_kb(run.pid) / 1024,
             "page_events": run.page.events if run.page is not None else None,
+            "shim": shim_figures(run),
         }
+    if len(runs) == 2:
+        out["paired_median_ratio"] = paired_ratio(runs[0].block_medians, runs[1].block_medians)
     return out
+
+
+def paired_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """The median over rounds of B's block median ÷ A's, each pair run one after the
+    other: what drifts over the run (the machine's load) cancels within a pair."""
+    return statistics.median(y / x for x, y in zip(a, b, strict=True))
 
 
 async def ab(sides: list[Side], scripts: list[Path], args: argparse.Namespace) -> dict[str, Any]:
@@ -295,6 +395,21 @@ async def ab(sides: list[Side], scripts: list[Path], args: argparse.Namespace) -
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def shim_figures(run: Running) -> dict[str, Any] | None:
+    """The shim's own figures (None without a daemon): its CPU per sequential call, and
+    its memory after the load."""
+    if not run.shim_pid:
+        return None
+    script = next((Path(arg).name for arg in procs.cmdline(run.shim_pid) if arg.endswith(".py")), None)
+    return {
+        "program": script or "assern",  # the bridge it became: bridge.py (bytes) or handover.py
+        "cpu_per_call_us": run.shim_cpu / len(run.samples) * 1e6,
+        "rss_mb": procs.rss_kb(run.shim_pid) / 1024,
+        "pss_mb": procs.pss_kb(run.shim_pid) / 1024,
+        "rss_peak_mb": procs.peak_rss_kb(run.shim_pid) / 1024,
+    }
+
+
 # ------------------------------------------------------------------- report
 
 
@@ -305,6 +420,10 @@ def report(out: dict[str, Any]) -> str:
         f"direct call: median {direct['median_ms']:.3f} ms, p99 {direct['p99_ms']:.3f} ms "
         f"({direct['n']} calls)",
     ]
+    machine = out["machine"]
+    rows.append(f"{machine['cpus']} CPUs, load average {machine['loadavg']} (1, 5, 15 min) at the run's end")
+    if out["daemon"]:
+        rows.append("each build through its own workstation daemon: CPU/call, RSS and peak are the daemon's")
     header = (
         f"{'build':<10} {'median':>9} {'p99':>9} {'overhead':>10} {'share':>7} {'CPU/call':>10} {'thru':>6} "
         f"{'RSS':>8} {'peak':>8}"
@@ -321,14 +440,35 @@ def report(out: dict[str, Any]) -> str:
         rows.append(f"  {label} = {b['rev']}" + (f" with settings: {b['settings']}" if b["settings"] else ""))
         if b["page_events"] is not None:
             rows.append(f"  {label} had its status page open: {b['page_events']} page updates received")
+    shims = {label: b["shim"] for label, b in out["builds"].items() if b["shim"] is not None}
+    if shims:
+        header = f"{'shim':<10} {'runs':>12} {'shim CPU/call':>14} {'shim RSS':>9} {'shim PSS':>9}"
+        header += f" {'shim peak':>10}"
+        rows += ["the shim: the `assern serve` between the client and its daemon", header, "-" * len(header)]
+        for label, shim in shims.items():
+            rows.append(
+                f"{label:<10} {shim['program']:>12} {shim['cpu_per_call_us']:>12.0f}µs "
+                f"{shim['rss_mb']:>7.1f}MB {shim['pss_mb']:>7.1f}MB {shim['rss_peak_mb']:>8.1f}MB"
+            )
     if len(out["builds"]) == 2:
         a, b = out["builds"].values()
         ratio = b["overhead_us"] / a["overhead_us"] if a["overhead_us"] > 0 else float("nan")
         cpu = b["cpu_per_call_us"] / a["cpu_per_call_us"] if a["cpu_per_call_us"] else float("nan")
         rows.append(
-            f"B ÷ A: overhead {ratio:.2f}, p99 {b['p99_ms'] / a['p99_ms']:.2f}, CPU per call {cpu:.2f}, "
+            f"B ÷ A: overhead {ratio:.2f}, median {b['median_ms'] / a['median_ms']:.3f} "
+            f"(paired blocks {out['paired_median_ratio']:.3f}), "
+            f"p99 {b['p99_ms'] / a['p99_ms']:.3f}, CPU per call {cpu:.2f}, "
             f"RSS {b['rss_mb'] / a['rss_mb']:.2f}"
         )
+        if a["shim"] is not None and b["shim"] is not None:
+            sa, sb = a["shim"], b["shim"]
+            shim_cpu = (
+                sb["cpu_per_call_us"] / sa["cpu_per_call_us"] if sa["cpu_per_call_us"] else float("nan")
+            )
+            rows.append(
+                f"B ÷ A, the shim: CPU per call {shim_cpu:.2f}, PSS {sb['pss_mb'] / sa['pss_mb']:.2f} "
+                f"({sb['pss_mb'] - sa['pss_mb']:+.1f} MB)"
+            )
         rows.append(
             f"B − A: overhead {b['overhead_us'] - a['overhead_us']:+.0f} µs, "
             f"RSS {b['rss_mb'] - a['rss_mb']:+.1f} MB"
@@ -365,22 +505,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="both run as shared instances; B with its status page open (an event stream) all along",
     )
+    parser.add_argument(
+        "--daemon",
+        action="store_true",
+        help="each build runs its own workstation daemon (`assern daemon`, its own ASSERN_HOME), which "
+        "the measured client's `assern serve` joins; the shim's CPU and memory are printed too",
+    )
     parser.add_argument("--json", type=Path, help="also write every figure as JSON")
     parser.add_argument("--keep", action="store_true", help="keep the run's folder (configs, stderr, logs)")
     parser.add_argument("--smoke", action="store_true", help="K = 1, a few calls (the test suite's run)")
     args = parser.parse_args(argv)
+    if args.daemon and args.b_page:
+        parser.error("--daemon and --b-page: the page is a shared instance's; choose one")
     if args.smoke:
         args.backends, args.calls, args.rounds, args.block, args.warmup = 1, 20, 2, 5, 5
         args.window, args.throughput_rounds = 0.2, 1
     shared = False if args.b_page else None
     sides = [
-        Side("A", args.a, args.a_settings, shared),
-        Side("B", args.b, args.b_settings, True if args.b_page else None),
+        Side("A", args.a, args.a_settings, shared, args.daemon),
+        Side("B", args.b, args.b_settings, True if args.b_page else None, args.daemon),
     ]
     scripts = [install(s.rev) for s in sides]
     out = trio.run(ab, sides, scripts, args)
     out["machine"] = {"cpus": os.cpu_count(), "loadavg": procs.loadavg(), "python": sys.version.split()[0]}
     out["backends"], out["tools"], out["mode"] = args.backends, args.tools, args.mode
+    out["daemon"] = args.daemon
     print(report(out))
     if args.json:
         args.json.write_text(json.dumps(out, indent=2))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from assern.app.first_answers import EarlyAnswers, session_key
-from assern.app.handover import Gone, Handover, liveness
+from assern.app.handover import Gone, Handover, complete_lines, liveness
 from assern.app.session_record import LOST_MESSAGE
 
 TOOLS = {"tools": [{"name": "alpha_echo", "inputSchema": {"type": "object"}}]}
@@ -295,3 +295,14 @@ def test_a_daemon_that_never_comes_up_fails_what_was_held(
     ended = bridge.close()
     assert isinstance(ended, Gone)
     assert "did not start" in str(ended)
+
+
+def test_complete_lines_keeps_what_follows_the_last_newline_for_the_next_chunk() -> None:
+    pending = bytearray()
+    assert complete_lines(pending, b'{"a":1}\n') == [b'{"a":1}\n']
+    assert complete_lines(pending, b'{"b":') == []
+    assert complete_lines(pending, b'2}\n{"c":3}\n{"d"') == [b'{"b":2}\n', b'{"c":3}\n']
+    assert pending == b'{"d"'
+    assert complete_lines(pending, b":4}\n") == [b'{"d":4}\n']
+    assert pending == b""
+    assert complete_lines(pending, b"\n") == [b"\n"]

@@ -244,3 +244,34 @@ def test_resource_templates_are_compared_too() -> None:
         "jsonrpc": "2.0",
         "method": "notifications/resources/list_changed",
     }
+
+
+def test_a_short_answer_is_matched_by_its_head_with_string_and_negative_ids() -> None:
+    record = initialized_session()
+    record.from_client(line(id="call-é", method="tools/call"), 0)
+    record.from_client(line(id=-3, method="tools/call"), 0)
+    assert record.from_daemon(b'{"jsonrpc":"2.0","id":"call-\xc3\xa9","result":{}}\n', 0) is True
+    assert record.from_daemon(b'{"jsonrpc": "2.0", "id": -3, "error": {"code": 1, "message": "m"}}\n', 0)
+    assert record.waiting(0) == 0
+    # a short list answer and an answer to the bridge's own request are still read whole
+    record.from_client(line(id=4, method="tools/list"), 0)
+    assert record.from_daemon(b'{"jsonrpc":"2.0","id":4,"result":' + json.dumps(TOOLS).encode() + b"}\n", 0)
+    assert record.lists["tools/list"][0] == digest(TOOLS, "tools")
+    # an id that is not UTF-8: not an answer the record knows, passed on
+    assert record.from_daemon(b'{"jsonrpc":"2.0","id":"\xff","result":{}}\n', 0) is True
+    probe = json.loads(record.probe())
+    answer = b'{"jsonrpc":"2.0","id":"' + probe["id"].encode() + b'","result":{"ok":1}}\n'
+    assert record.from_daemon(answer, 0) == ("ping", {"ok": 1})
+
+
+def test_a_line_is_read_as_json_loads_reads_it() -> None:
+    record = SessionRecord()
+    # whitespace around the value, a BOM, CRLF: read (as json.loads reads them)
+    for framed in (b' {"jsonrpc":"2.0","id":1,"method":"a"}\n', b'\xef\xbb\xbf{"id":2,"method":"a"}\n'):
+        record.from_client(framed, 0)
+    record.from_client(b'{"id":3,"method":"a"}\r\n', 0)
+    assert sorted(record.client_requests) == [1, 2, 3]
+    # two values, bytes that are not UTF-8, a truncated object: not JSON objects, passed
+    for bad in (b'{"id":4,"method":"a"} {}\n', b'{"id":5,"method":"\xff"}\n', b'{"id":6,\n'):
+        assert record.from_client(bad, 7) == 7
+    assert sorted(record.client_requests) == [1, 2, 3]

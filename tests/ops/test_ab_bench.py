@@ -37,3 +37,36 @@ def test_the_smoke_run_prints_both_builds_and_their_ratio(tmp_path: Path, mode: 
         assert build["median_ms"] > 0
         assert build["rss_mb"] > 0
         assert build["throughput_ratio"] > 0
+
+
+@pytest.mark.e2e
+def test_the_daemon_smoke_run_measures_each_build_through_its_own_daemon(tmp_path: Path) -> None:
+    out = tmp_path / "ab.json"
+    builds = ["--a", "current", "--b", "current", "--daemon"]
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--smoke", *builds, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "B ÷ A, the shim: CPU per call" in done.stdout
+    assert "load average" in done.stdout
+    figures = json.loads(out.read_text())
+    assert figures["daemon"] is True
+    assert figures["paired_median_ratio"] > 0
+    for build in figures["builds"].values():
+        assert build["median_ms"] > 0
+        assert build["rss_mb"] > 0  # the daemon's
+        # the `assern serve` between the client and the daemon, become the resuming bridge
+        assert build["shim"]["program"] == "handover.py"
+        assert 0 < build["shim"]["pss_mb"] <= build["shim"]["rss_mb"]
+
+
+def test_the_daemon_and_the_page_are_not_measured_together() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--daemon", "--b-page"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2
+    assert "--daemon and --b-page" in done.stderr
