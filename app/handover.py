@@ -408,6 +408,8 @@ class Handover:
         from assern.app.first_answers import keep_answer, session_key
 
         if method == "initialize":
+            if self.join.get("initialize_unsettled"):
+                return  # answered before the daemon knew every backend's capabilities
             params = request.get("params")
         else:
             asked = request.get("params")

@@ -177,7 +177,7 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     log_file = os.path.join(home, "logs", LOG_FILE)
     mine = build_id(home)
     key = hint_key(args, cwd, env)
-    join = {
+    join: dict[str, Any] = {
         "socket": mcp,
         "home": home,
         "build": mine,
@@ -244,6 +244,8 @@ def daemon_shim(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> in
     stamp = params.get("stamp")
     if isinstance(stamp, dict):  # keep this session's first answers for the next start
         join["answers"] = keep_stamp(home, key, mine, stamp)
+        if params.get("capabilities_known") is False:
+            join["initialize_unsettled"] = True  # its answer is not kept for the next start
     exec_handover(sock, join, log_file=log_file, log_level=level)
     raise AssertionError("unreachable: exec replaced this process")
 

@@ -337,6 +337,13 @@ class Tree:
         if self.hosting is not None and self.hosting.launcher is not None:
             self.hosting.launcher.release(STAYING)
 
+    def capabilities_known(self) -> bool:
+        """Whether every configured backend's capabilities are known (live, or remembered
+        from an earlier run): an `initialize` answered now says all it will."""
+        live = self.catalog.value.capabilities
+        remembered = self._remembered_capabilities()
+        return all(name in live or name in remembered for name in self.config.value.servers)
+
     def _remembered_capabilities(self) -> dict[str, types.ServerCapabilities]:
         if self.capabilities is None:
             return {}

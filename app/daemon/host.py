@@ -494,6 +494,8 @@ class DaemonHost:
             }
             if stamp is not None:
                 welcome["stamp"] = stamp
+                # an `initialize` answered before then may lack what a backend offers
+                welcome["capabilities_known"] = view.tree.capabilities_known()
             if not await self._say(stream, _notice("assern/welcome", welcome)):
                 return
             if params["build"] != self.build:

@@ -59,8 +59,14 @@ def joins(env: AssernEnv) -> list[dict[str, object]]:
 
 
 async def first_session(env: AssernEnv, config: Path) -> tuple[dict[str, Any], list[str]]:
-    """A client's session through a daemon it starts: its initialize answer and tools;
-    then the daemon is stopped."""
+    """A client's session through a daemon it starts, and a second one once the daemon
+    knows every backend's capabilities (an `initialize` answered before is not kept):
+    the second's initialize answer and tools; then the daemon is stopped."""
+    warming = await start(env, config)
+    wire = Wire.of(warming)
+    await wire.handshake("first-answers")
+    await ask(wire, 2, "tools/list")
+    await leave(warming)
     process = await start(env, config)
     wire = Wire.of(process)
     initialized = (await wire.handshake("first-answers"))["result"]
