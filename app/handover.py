@@ -132,17 +132,6 @@ class Ended(Gone):
     """The daemon was stopped on purpose: its socket file is gone with it."""
 
 
-def _connected(path: str) -> socket.socket | None:
-    """A socket connected to `path`, or None when nothing accepts there."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-    except OSError:
-        sock.close()
-        return None
-    return sock
-
-
 def _relay(fd: int) -> int:
     """The read end of a pipe that a thread fills from `fd` (which epoll cannot watch)."""
     import threading
@@ -344,7 +333,7 @@ class Handover:
         Raises:
             Gone: no daemon came up (its stderr file says why); the held requests fail.
         """
-        from assern.app.daemon.launch import START_TIMEOUT, alive
+        from assern.app.daemon.launch import START_TIMEOUT, alive, connect_once
 
         assert self.early is not None
         self._client_line = self._early_line
@@ -352,8 +341,8 @@ class Handover:
         started = time.monotonic()
         deadline = started + START_TIMEOUT
         try:
-            while (first := _connected(path)) is None:
-                if not (isinstance(pid, int) and alive(pid)) and (first := _connected(path)) is None:
+            while (first := connect_once(path)) is None:
+                if not (isinstance(pid, int) and alive(pid)) and (first := connect_once(path)) is None:
                     raise Gone("the workstation daemon did not start; see its log (`assernctl logs`)")
                 if time.monotonic() >= deadline:
                     raise Gone(f"the workstation daemon did not start within {START_TIMEOUT:g} s")
@@ -542,10 +531,10 @@ class Handover:
         Raises:
             Gone: the daemon refused this session (the message says why).
         """
-        from assern.app.daemon.launch import start_daemon
+        from assern.app.daemon.launch import connect_once, start_daemon
 
         path = self.join["socket"]
-        sock = first if first is not None else _connected(path)
+        sock = first if first is not None else connect_once(path)
         if sock is None:
             started, message = start_daemon(self.join["home"], os.environ, path)
             if started is None:

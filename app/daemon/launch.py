@@ -155,13 +155,14 @@ def wait_for_daemon(path: str, pid: int, timeout: float = START_TIMEOUT) -> sock
             return sock
         if not alive(pid):
             # it may have lost the race to another daemon, which listens by now
-            return _connect_once(path)
+            return connect_once(path)
         if time.monotonic() >= deadline:
             return None
         time.sleep(POLL_INTERVAL)
 
 
-def _connect_once(path: str) -> socket.socket | None:
+def connect_once(path: str) -> socket.socket | None:
+    """A socket connected to `path`, or None when nothing accepts there."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
