@@ -389,7 +389,9 @@ def report(case: str, figures: dict[str, Any]) -> None:
         return
     old, took, new = figures["old"], figures["takeover"], figures["new"]
     print(
-        f"old daemon {old['pid']} ({old['build']}) gone {took['gone_after_s']} s after the takeover, "
+        f"old daemon {old['pid']} ({old['build']}) told at the takeover with {took.get('calls_in_flight')} "
+        f"calls in flight and {took.get('sessions_told')} sessions to move; gone {took['gone_after_s']} s "
+        "after the takeover, "
         f"target within its drain deadline {took['drain_deadline_s']} s + {GONE_TARGET:g} s: "
         f"{'met' if took.get('within_target') else 'MISSED'} (its tree: {old['tree']} processes, "
         f"{figures['old_tree_left']} left)"
