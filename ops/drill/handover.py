@@ -8,7 +8,8 @@
 By default both cases run, one after the other, each in a folder of its own. In each,
 two clients of the official `mcp` SDK, one per protocol era (the 2025 handshake and the
 stateless 2026-07-28), each start `assern serve` in one folder (the first starts the
-daemon) and call a bench backend's `echo` every 20 ms for `--seconds`. Half-way:
+daemon) and call a bench backend's `echo` every 20 ms for `--seconds`, counted from
+both clients' first answered call (the backend's start left out). Half-way:
 
 - `kill`: the daemon is killed with SIGKILL. Each client's `assern serve` resumes the
   session on a new daemon; the calls in flight at the kill get errors.
@@ -24,7 +25,7 @@ Printed per client: calls ok, failed (with an error), hung (no answer within `--
 seconds: there must be none), disconnects (the session ended under the client: none),
 whether the session still answers afterwards, and the slowest call that succeeded; the
 `session_resumed` lines of the log; and whether any process of the old daemon's tree
-(itself and its backends) is left once the new daemon serves. For `kill`: the old and
+(itself, its watchdog and its backends) is left once the new daemon serves. For `kill`: the old and
 new daemon's pids. For `supersede`: the old daemon's pid and build, how long after the
 takeover (its `daemon_superseded` line) it was gone against its drain deadline plus
 1 s, and the new daemon's pid, build and generation with the clients it serves (its
@@ -290,11 +291,13 @@ async def supersede_case(seconds: float, hang: float) -> dict[str, Any]:
                 found = await trio.to_thread.run_sync(daemon_doc, env, work)
                 assert found is not None, "no daemon answered assernctl status"
                 old = found["daemon"]
-                tree = identities([old["pid"], *descendants(old["pid"])])
+                daemon = ident(old["pid"])
+                assert daemon is not None, f"the daemon {old['pid']} that status named is gone"
+                tree = [daemon, *identities(descendants(old["pid"]))]
                 figures["old"] = {"pid": old["pid"], "build": old["build"], "tree": len(tree)}
                 gone_at: list[float] = []
                 watching = trio.CancelScope()
-                nursery.start_soon(watch_gone, tree[0], gone_at, watching)
+                nursery.start_soon(watch_gone, daemon, gone_at, watching)
                 nursery.start_soon(client, names[2], "legacy", other, window, hang, counts[names[2]], release)
                 await counts[names[2]]["ready"].wait()
                 window["until"] = trio.current_time() + seconds / 2
