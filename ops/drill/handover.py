@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import shutil
@@ -99,12 +98,17 @@ def world(root: Path) -> tuple[dict[str, str], Path]:
 def other_build(root: Path) -> dict[str, str]:
     """A copy of the installed package claiming NEWER_VERSION under `root`: the environment
     (PYTHONPATH) with which a client runs `assern serve` of that other build."""
-    spec = importlib.util.find_spec("assern")
-    if spec is None or not spec.submodule_search_locations:
+    try:
+        import assern.actors.identity as installed
+    except ImportError:
         sys.exit("the `assern` package is not installed for this Python")
-    package = Path(next(iter(spec.submodule_search_locations)))
+    # The package's own folder, found from one of its modules: `assern` may be a namespace
+    # package with more than one path (an editable install); its folders may be links,
+    # which the copy follows.
+    package = Path(installed.__file__).parent.parent
     target = root / "assern"
-    shutil.copytree(package, target, ignore=shutil.ignore_patterns("__pycache__"))
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(package, target, ignore=skip)
     identity = target / "actors" / "identity.py"
     text = identity.read_text()
     changed = text.replace('__version__ = "', f'__version__ = "{NEWER_VERSION}"  # was "', 1)
