@@ -8,9 +8,10 @@ do not ship. Two installs of the same version from different sources differ, one
 changed file changes it, and the same files in another folder give the same id.
 
 Every client's `assern serve` computes it (app/daemon/hello.py), so it must be cheap:
-the digest is kept in `$ASSERN_HOME/cache/build/` (0600, written atomically), one file
-per install folder, with the path, size, mtime_ns and inode of every file it was
-computed from. When every file still has them, the kept digest is the build's (one
+the digest is kept in `$ASSERN_HOME/cache/build/` (0600 in a 0700 folder, written
+atomically by app/private_file.py; a cache in a folder others may write, or not this
+user's, is not read), one file per install folder, with the path, size, mtime_ns and
+inode of every file it was computed from. When every file still has them, the kept digest is the build's (one
 `stat` a file); anything else (a file added, removed or rewritten, a cache that is
 corrupt or from another format) computes it again and rewrites the cache.
 
@@ -20,10 +21,10 @@ else is imported; see app/hint.py).
 
 from __future__ import annotations
 
-import json
 import os
 
 from assern.actors.identity import __version__
+from assern.app.private_file import read_private_json, write_private_json
 
 try:  # the builtin module hashlib wraps: importing hashlib would map OpenSSL (~4 MB)
     from _blake2 import blake2b
@@ -114,11 +115,7 @@ def cache_file(assern_home: str, root: str = PACKAGE_ROOT) -> str:
 
 def _cached(path: str, root: str, stats: list[Stat]) -> str | None:
     """The kept digest when the cache at `path` was computed from exactly `stats`."""
-    try:
-        with open(path, "rb") as file:
-            kept = json.loads(file.read())
-    except (OSError, ValueError):
-        return None
+    kept = read_private_json(path)
     if (
         not isinstance(kept, dict)
         or kept.get("format") != CACHE_FORMAT
@@ -137,24 +134,10 @@ def _cached(path: str, root: str, stats: list[Stat]) -> str | None:
 
 
 def _keep(path: str, root: str, stats: list[Stat], digest: str) -> None:
-    """Write the cache (0600, atomically: a reader sees the old file or the new one).
-    A cache that cannot be written is left out: the next start computes again."""
-    folder = os.path.dirname(path)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    doc = {"format": CACHE_FORMAT, "root": root, "digest": digest, "files": stats}
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        try:
-            os.write(fd, json.dumps(doc, separators=(",", ":")).encode())
-        finally:
-            os.close(fd)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+    """Write the cache (app/private_file.py: 0600 in a private folder, atomically: a reader
+    sees the old file or the new one). A cache that cannot be written is left out: the
+    next start computes again."""
+    write_private_json(path, {"format": CACHE_FORMAT, "root": root, "digest": digest, "files": stats})
 
 
 def build_id(

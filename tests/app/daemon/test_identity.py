@@ -139,6 +139,18 @@ def test_the_cache_is_private_and_answers_while_every_file_is_unchanged(tmp_path
     assert build(root, home) == "0.1.0+0123456789ab"
 
 
+def test_a_cache_in_a_folder_others_may_write_is_neither_read_nor_written(tmp_path: Path, home: Path) -> None:
+    root = make_install(tmp_path / "i")
+    computed = build(root, home)
+    path = Path(cache_file(str(home), str(root)))
+    kept = json.loads(path.read_text())
+    kept["digest"] = "0123456789ab"  # what another user could have put there
+    path.write_text(json.dumps(kept))
+    path.parent.chmod(0o777)
+    assert build(root, home) == computed  # computed, not the planted digest
+    assert json.loads(path.read_text())["digest"] == "0123456789ab"  # and not rewritten there
+
+
 def test_a_file_touched_since_is_a_cache_miss(tmp_path: Path, home: Path) -> None:
     root = make_install(tmp_path / "i")
     computed = build(root, home)
