@@ -31,6 +31,19 @@ A resume is bounded: when no daemon welcomes us within `RESUME_TIMEOUT` seconds,
 request in flight gets an error saying so, one line goes to stderr, and the bridge exits
 with status 1.
 
+The client leaving while we wait for a daemon (a resume, or the daemon we started coming
+up): every wait of a join (`Watch`: the daemon's start, its welcome, the replayed
+`initialize`, the pause between tries) polls the client's stdin for a hang-up only
+(POLLHUP and POLLERR, which a pipe or terminal reports unasked; POLLRDHUP for a socket
+whose peer shut its write side, where the platform has it), never for its lines: what a
+client that stays writes meanwhile waits in the pipe, in order, for the joined session.
+A client that closed stdin ends the bridge at once, as closing stdin does otherwise
+(status 0); its requests that no daemon got (held, or left in the pipe) are answered
+with an error when stdout takes it without waiting. A file or /dev/null as stdin,
+relayed through a thread (epoll refuses them), is not watched: its end is no client
+leaving, and its lines are sent once a daemon joins. Nothing of this runs while the
+bridge bridges: the call path is unchanged.
+
 Liveness: a daemon that hangs without dying. Only while a client request waits and the
 daemon has sent nothing for `ASSERN_DAEMON_LIVENESS` seconds (default `LIVENESS`) does
 the bridge send a request of its own (`SessionRecord.probe`); a daemon that answers
@@ -42,9 +55,9 @@ new daemon (the same replay) and sends it every new request, while the calls in 
 on the old connection finish there; it closes the old connection once nothing is open
 on it (the old daemon drains meanwhile, app/daemon/supersede.py).
 
-How the bridge ends is as app/bridge.py's: the client closes stdin (status 0), a stop
-signal (128 + its number), or a resume that found no daemon (status 1). Each end writes
-one `proxy_stopped` line to the log.
+How the bridge ends is as app/bridge.py's: the client closes stdin (status 0, also while
+a daemon is being joined), a stop signal (128 + its number), or a resume that found no
+daemon (status 1). Each end writes one `proxy_stopped` line to the log.
 
 Standard library only; the modules of assern it needs to join again (app/daemon/hello.py,
 launch.py: standard library only as well) are imported when it first resumes.
