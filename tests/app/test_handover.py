@@ -576,3 +576,26 @@ def test_an_empty_stdin_ends_the_bridge_before_the_daemon_it_started_comes_up(
     assert handover.run() == "client"  # nothing to send: no wait for a daemon that never listens
     assert handover.unsent == 0
     os.close(stdin)
+
+
+def test_a_client_that_closes_stdin_while_a_successor_welcomes_nobody_ends_on_the_old_daemon(
+    bridge: Bridge, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handshake(bridge)
+    silent = Silent(bridge.path, "hello", monkeypatch)  # the successor accepts, never welcomes
+    send(bridge.old, method="assern/superseded", params={"build": "0.2+ab"})
+    assert silent.reached.wait(10)
+    call = {"name": "alpha_echo", "arguments": {"text": "last"}}
+    bridge.say(id=2, method="tools/call", params=call)  # written while the join waits
+    bridge.close_stdin()
+    # The old daemon still serves the session: it gets what the client wrote last, and
+    # then the end of the session, as when a client closes stdin.
+    assert bridge.old_lines.next() == {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}
+    send(bridge.old, id=2, result={"text": "last"})
+    assert bridge.client.next() == {"jsonrpc": "2.0", "id": 2, "result": {"text": "last"}}
+    assert bridge.old_lines.next() is None
+    bridge.old.close()
+    bridge.thread.join(10)
+    assert bridge.ended == ["client"]
+    assert silent.hung_up.wait(10)
+    silent.listener.close()
