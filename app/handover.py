@@ -31,6 +31,19 @@ A resume is bounded: when no daemon welcomes us within `RESUME_TIMEOUT` seconds,
 request in flight gets an error saying so, one line goes to stderr, and the bridge exits
 with status 1.
 
+The client leaving while we wait for a daemon (a resume, or the daemon we started coming
+up): every wait of a join (`Watch`: the daemon's start, its welcome, the replayed
+`initialize`, the pause between tries) polls the client's stdin for a hang-up only
+(POLLHUP and POLLERR, which a pipe or terminal reports unasked; POLLRDHUP for a socket
+whose peer shut its write side, where the platform has it), never for its lines: what a
+client that stays writes meanwhile waits in the pipe, in order, for the joined session.
+A client that closed stdin ends the bridge at once, as closing stdin does otherwise
+(status 0); its requests that no daemon got (held, or left in the pipe) are answered
+with an error when stdout takes it without waiting. A file or /dev/null as stdin,
+relayed through a thread (epoll refuses them), is not watched: its end is no client
+leaving, and its lines are sent once a daemon joins. Nothing of this runs while the
+bridge bridges: the call path is unchanged.
+
 Liveness: a daemon that hangs without dying. Only while a client request waits and the
 daemon has sent nothing for `ASSERN_DAEMON_LIVENESS` seconds (default `LIVENESS`) does
 the bridge send a request of its own (`SessionRecord.probe`); a daemon that answers
@@ -42,9 +55,9 @@ new daemon (the same replay) and sends it every new request, while the calls in 
 on the old connection finish there; it closes the old connection once nothing is open
 on it (the old daemon drains meanwhile, app/daemon/supersede.py).
 
-How the bridge ends is as app/bridge.py's: the client closes stdin (status 0), a stop
-signal (128 + its number), or a resume that found no daemon (status 1). Each end writes
-one `proxy_stopped` line to the log.
+How the bridge ends is as app/bridge.py's: the client closes stdin (status 0, also while
+a daemon is being joined), a stop signal (128 + its number), or a resume that found no
+daemon (status 1). Each end writes one `proxy_stopped` line to the log.
 
 Standard library only; the modules of assern it needs to join again (app/daemon/hello.py,
 launch.py: standard library only as well) are imported when it first resumes.
@@ -54,9 +67,11 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 
@@ -64,7 +79,7 @@ if __name__ == "__main__":  # run as a file by `python -I -S`: find the package 
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from assern.app.bridge import CHUNK, DRAIN_TIMEOUT, Stopped, log_event
-from assern.app.session_record import DROP, SessionRecord, line_of
+from assern.app.session_record import DROP, SessionRecord, line_of, lost_error
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 if TYPE_CHECKING:
@@ -90,6 +105,11 @@ EARLY_POLL = 0.01
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _STOPPED = "the assern daemon was stopped while this request ran"
 _GIVE_UP = "the assern daemon stopped and no daemon answered within {:g} s; this request was not sent"
+_LEFT = "the client closed its input before a daemon was joined; this request was not sent"
+#: What `poll` reports of a stdin whose client is gone (POLLHUP, POLLERR and POLLNVAL
+#: even when not asked for; POLLRDHUP, a socket's peer that shut its write side, where
+#: the platform has it).
+_HUNG_UP = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
 
 
 def liveness(environ: dict[str, str] | os._Environ[str]) -> float:
@@ -120,6 +140,38 @@ def complete_lines(pending: bytearray, chunk: bytes) -> list[bytes]:
     return [line + b"\n" for line in complete]
 
 
+def unsent_errors(lines: list[bytes]) -> list[bytes]:
+    """The errors that answer the requests among the client's `lines` that no daemon got
+    (its notifications and answers need none; a line that is no JSON is skipped)."""
+    errors = []
+    for line in lines:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(message, dict) or message.get("id") is None:
+            continue
+        if isinstance(message.get("method"), str):
+            errors.append(lost_error(message["id"], _LEFT))
+    return errors
+
+
+def _offer(fd: int, data: bytes) -> bool:
+    """Write `data` (one line) to `fd` when it takes it now, whole, without waiting: a
+    pipe with room for it (at most PIPE_BUF bytes), a file, a terminal; False when not."""
+    if len(data) > select.PIPE_BUF:
+        return False
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    if not poll.poll(0):
+        return False
+    try:
+        os.write(fd, data)
+    except OSError:
+        return False  # its reader is gone
+    return True
+
+
 def _stop(signum: int, _frame: FrameType | None) -> None:
     raise Stopped(signum)
 
@@ -130,6 +182,60 @@ class Gone(Exception):
 
 class Ended(Gone):
     """The daemon was stopped on purpose: its socket file is gone with it."""
+
+
+class ClientLeft(Exception):
+    """Our client closed stdin while the bridge waited for a daemon to join."""
+
+
+class Watch:
+    """The waits of a resume: on a daemon's socket, or a pause, while the client's stdin
+    is watched for a hang-up only. Nothing of stdin is read: what the client writes
+    meanwhile waits in the pipe, in order, until the session is joined."""
+
+    def __init__(self, stdin: int | None) -> None:
+        self.poll = select.poll()
+        self.stdin = stdin
+        if stdin is not None:
+            try:
+                is_socket = stat.S_ISSOCK(os.fstat(stdin).st_mode)
+            except OSError:
+                is_socket = False
+            # A pipe or a terminal reports a hang-up unasked (mask 0: no read is woken
+            # by the client's lines); a socket's peer that only shut its write side is
+            # POLLRDHUP.
+            self.poll.register(stdin, getattr(select, "POLLRDHUP", 0) if is_socket else 0)
+
+    def wait(self, sock: socket.socket | None, seconds: float) -> bool:
+        """Whether `sock` became readable (or failed) within `seconds`; with no `sock`, a
+        pause of `seconds`.
+
+        Raises:
+            ClientLeft: the client's stdin hung up meanwhile.
+        """
+        if sock is not None:
+            self.poll.register(sock, select.POLLIN)
+        try:
+            deadline = time.monotonic() + seconds
+            while True:
+                for fd, events in self.poll.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                    if fd == self.stdin and events & _HUNG_UP:
+                        raise ClientLeft
+                    if sock is not None and fd == sock.fileno():
+                        return True
+                if time.monotonic() >= deadline:
+                    return False
+        finally:
+            if sock is not None:
+                self.poll.unregister(sock)
+
+    def pause(self, seconds: float) -> None:
+        """Wait `seconds` (what app/daemon/launch.py's waits take).
+
+        Raises:
+            ClientLeft: the client's stdin hung up meanwhile.
+        """
+        self.wait(None, seconds)
 
 
 def _relay(fd: int) -> int:
@@ -200,6 +306,12 @@ class Handover:
         self.liveness = liveness(os.environ)
         self.waiting_since: float | None = None  # when the oldest unanswered request was sent
         self.resumes = 0
+        #: the waits of a resume, stdin watched for a hang-up (made by `run`)
+        self.watch = Watch(None)
+        #: a file's end reached while a daemon we started comes up, its requests held
+        self.input_ended = False
+        #: the client's requests that no daemon got, its stdin closed before one joined
+        self.unsent = 0
 
     # ------------------------------------------------------------------ the loop
 
@@ -209,23 +321,31 @@ class Handover:
         self.selector = selector
         try:
             selector.register(self.stdin, selectors.EVENT_READ, None)
+            self.watch = Watch(self.stdin)
         except (PermissionError, ValueError):  # a file or /dev/null: epoll refuses them
+            # Their end is the file's end, not a client leaving: a resume does not watch
+            # it, and the file's lines are sent once the session is joined.
             self.stdin = _relay(self.stdin)
             selector.register(self.stdin, selectors.EVENT_READ, None)
-        if self.early is None:
-            selector.register(self.current.sock, selectors.EVENT_READ, self.current)
-        elif not self._start_early():
-            return "client"
         timeout = None
         with selector:
-            while True:
-                for key, _events in selector.select(timeout):
-                    if key.data is None:
-                        if not self._from_client():
-                            return self._client_ended()
-                    else:
-                        self._from_daemon(key.data)
-                timeout = self._liveness()
+            try:
+                if self.early is None:
+                    selector.register(self.current.sock, selectors.EVENT_READ, self.current)
+                else:
+                    self._start_early()
+                    if self.input_ended:
+                        return self._client_ended()
+                while True:
+                    for key, _events in selector.select(timeout):
+                        if key.data is None:
+                            if not self._from_client():
+                                return self._client_ended()
+                        else:
+                            self._from_daemon(key.data)
+                    timeout = self._liveness()
+            except ClientLeft:
+                return self._client_left()
 
     def _client_ended(self) -> str:
         """Our client closed stdin: shut the write side so the daemon ends the session,
@@ -247,6 +367,35 @@ class Handover:
         except OSError:
             pass
         for link in (self.current, *self.draining):
+            link.sock.close()
+        return "client"
+
+    def _client_left(self) -> str:
+        """Our client closed stdin while the bridge waited for a daemon to join: end at
+        once, as when it closes stdin. A daemon still joined (one being superseded) gets
+        what the client wrote last and ends the session as usual; otherwise each request
+        of the client that no daemon got is answered with an error, when stdout takes it
+        without waiting (a client that left may read no more)."""
+        current: Link | None = getattr(self, "current", None)
+        if current is not None and current.sock.fileno() != -1:
+            while self._from_client():
+                pass  # the client is gone: what is left in its pipe is read at once
+            return self._client_ended()
+        unsent, self.held = self.held, []
+        while True:
+            try:
+                chunk = os.read(self.stdin, CHUNK)
+            except OSError:
+                break
+            if not chunk:
+                break
+            unsent += complete_lines(self.client_pending, chunk)
+        errors = unsent_errors(unsent)
+        self.unsent = len(errors)
+        for error in errors:
+            if not _offer(self.stdout, error):
+                break
+        for link in self.draining:
             link.sock.close()
         return "client"
 
@@ -325,13 +474,13 @@ class Handover:
 
     # ------------------------------------------------------------------ a daemon we started
 
-    def _start_early(self) -> bool:
+    def _start_early(self) -> None:
         """Answer what the kept session can (app/first_answers.py) until the daemon we
-        started accepts, then join it as a resume does and send it what was held; False
-        when the client ended first.
+        started accepts, then join it as a resume does and send it what was held.
 
         Raises:
             Gone: no daemon came up (its stderr file says why); the held requests fail.
+            ClientLeft: the client closed stdin first.
         """
         from assern.app.daemon.launch import START_TIMEOUT, alive, connect_once
 
@@ -346,8 +495,10 @@ class Handover:
                     raise Gone("the workstation daemon did not start; see its log (`assernctl logs`)")
                 if time.monotonic() >= deadline:
                     raise Gone(f"the workstation daemon did not start within {START_TIMEOUT:g} s")
-                if self.selector.select(EARLY_POLL) and not self._from_client():
-                    return False
+                if self.input_ended:
+                    time.sleep(EARLY_POLL)
+                elif self.selector.select(EARLY_POLL) and not self._from_client():
+                    self._input_closed()
             self._client_line = self._send_client_line
             self._join(0, first)
         except Gone:
@@ -366,7 +517,19 @@ class Handover:
         )
         for line in held:
             self._send_client_line(line)
-        return True
+
+    def _input_closed(self) -> None:
+        """stdin ended before the daemon we started accepts: a client that left, or the
+        end of a file whose requests are held (sent once the daemon joins, and then the
+        session ends as at the end of stdin).
+
+        Raises:
+            ClientLeft: a client that left, or nothing was held.
+        """
+        if self.watch.stdin is not None or not self.held:
+            raise ClientLeft
+        self.input_ended = True
+        self.selector.unregister(self.stdin)
 
     def _early_line(self, line: bytes) -> None:
         """A client's line before the daemon we started is there: answered from the kept
@@ -492,10 +655,11 @@ class Handover:
 
     def _join(self, number: int, first: socket.socket | None = None) -> None:
         """Connect to the current daemon (`first`: already connected) and replay the
-        session, within RESUME_TIMEOUT.
+        session, within RESUME_TIMEOUT. Every wait watches the client's stdin (`Watch`).
 
         Raises:
             Gone: no daemon welcomed us in time, or one refused us (the message says).
+            ClientLeft: the client closed stdin meanwhile (the socket tried is closed).
         """
         deadline = time.monotonic() + RESUME_TIMEOUT
         why = "no daemon answered"
@@ -507,12 +671,16 @@ class Handover:
             first = None
             if sock is not None:
                 link = Link(number, sock)
-                early = self._replay_initialize(link, min(remaining, WELCOME_WAIT))
+                try:
+                    early = self._replay_initialize(link, min(remaining, WELCOME_WAIT))
+                except ClientLeft:
+                    sock.close()
+                    raise
                 if early is not None:
                     break
                 sock.close()
                 why = "the daemon did not answer the session's initialize"
-            time.sleep(RETRY_PAUSE)
+            self.watch.pause(RETRY_PAUSE)
         sock.settimeout(None)
         self.current = link
         self.selector.register(sock, selectors.EVENT_READ, link)
@@ -530,25 +698,34 @@ class Handover:
 
         Raises:
             Gone: the daemon refused this session (the message says why).
+            ClientLeft: the client closed stdin meanwhile (`first` is closed).
         """
         from assern.app.daemon.launch import connect_once, start_daemon
 
         path = self.join["socket"]
         sock = first if first is not None else connect_once(path)
         if sock is None:
-            started, message = start_daemon(self.join["home"], os.environ, path)
+            started, message = start_daemon(self.join["home"], os.environ, path, pause=self.watch.pause)
             if started is None:
                 return None, message
             sock = started
-        sock.settimeout(min(remaining, WELCOME_WAIT))
+        wait = min(remaining, WELCOME_WAIT)
+        sock.settimeout(wait)
         try:
             sock.sendall(self._hello())
         except OSError:
             sock.close()
             return None, "the daemon hung up"
+        try:
+            # The welcome is one write: once its first byte is there, read_welcome does
+            # not wait long (its socket's timeout bounds a daemon that stops half-way).
+            ready = self.watch.wait(sock, wait)
+        except ClientLeft:
+            sock.close()
+            raise
         from assern.app.daemon.hello import read_welcome
 
-        welcome = read_welcome(sock)
+        welcome = read_welcome(sock) if ready else None
         if welcome is None:
             sock.close()
             return None, "the daemon did not welcome this session"
@@ -582,7 +759,11 @@ class Handover:
 
     def _replay_initialize(self, link: Link, wait: float) -> list[bytes] | None:
         """Send the client's `initialize` (ours) and wait for its answer: the lines the
-        daemon sent meanwhile, or None when it did not answer within `wait`."""
+        daemon sent meanwhile, or None when it did not answer within `wait`.
+
+        Raises:
+            ClientLeft: the client closed stdin meanwhile.
+        """
         line = self.record.initialize_line()
         if line is None:
             return []  # a 2026-07-28 client: nothing to initialize
@@ -591,7 +772,10 @@ class Handover:
             deadline = time.monotonic() + wait
             early: list[bytes] = []
             while time.monotonic() < deadline:
-                link.sock.settimeout(max(0.01, deadline - time.monotonic()))
+                left = max(0.01, deadline - time.monotonic())
+                if not self.watch.wait(link.sock, left):
+                    return None
+                link.sock.settimeout(left)
                 chunk = link.sock.recv(CHUNK)
                 if not chunk:
                     return None
@@ -644,7 +828,9 @@ def run_handover(
         else:
             print(f"assern: no daemon to resume this session on: {message}", file=sys.stderr, flush=True)
         return 1
-    log_event(log_file, log_level, "proxy_stopped", ended_by=ended, slot="daemon", resumes=handover.resumes)
+    unsent = {"unsent": handover.unsent} if handover.unsent else {}
+    resumes = handover.resumes
+    log_event(log_file, log_level, "proxy_stopped", ended_by=ended, slot="daemon", resumes=resumes, **unsent)
     return 0
 
 

@@ -33,7 +33,7 @@ import time
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 NO_DAEMON_VARIABLE = "ASSERN_NO_DAEMON"
 IDLE_EXIT_VARIABLE = "ASSERN_DAEMON_IDLE_EXIT"
@@ -141,9 +141,14 @@ def alive(pid: int) -> bool:
     return True
 
 
-def wait_for_daemon(path: str, pid: int, timeout: float = START_TIMEOUT) -> socket.socket | None:
+def wait_for_daemon(
+    path: str, pid: int, timeout: float = START_TIMEOUT, pause: Callable[[float], object] = time.sleep
+) -> socket.socket | None:
     """A socket connected to `path` once something listens there; None when `pid` (the
-    daemon we started) exited with nobody listening, or after `timeout` seconds."""
+    daemon we started) exited with nobody listening, or after `timeout` seconds.
+
+    `pause(seconds)` waits between tries; what it raises ends the wait (the resuming
+    bridge's pause raises when its client closed stdin meanwhile)."""
     deadline = time.monotonic() + timeout
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -158,7 +163,7 @@ def wait_for_daemon(path: str, pid: int, timeout: float = START_TIMEOUT) -> sock
             return connect_once(path)
         if time.monotonic() >= deadline:
             return None
-        time.sleep(POLL_INTERVAL)
+        pause(POLL_INTERVAL)
 
 
 def connect_once(path: str) -> socket.socket | None:
@@ -206,15 +211,21 @@ def spawn_daemon(home: str, environ: Mapping[str, str]) -> tuple[int | None, str
     return pid, warning or ""
 
 
-def start_daemon(home: str, environ: Mapping[str, str], socket_path: str) -> tuple[socket.socket | None, str]:
-    """Start the workstation daemon and connect to its MCP socket.
+def start_daemon(
+    home: str,
+    environ: Mapping[str, str],
+    socket_path: str,
+    pause: Callable[[float], object] = time.sleep,
+) -> tuple[socket.socket | None, str]:
+    """Start the workstation daemon and connect to its MCP socket (`pause`: as
+    `wait_for_daemon` takes it).
 
     Returns the connected socket (None when the daemon did not come up) and what to tell
     the user (the idle-exit warning, or why the daemon did not come up)."""
     pid, message = spawn_daemon(home, environ)
     if pid is None:
         return None, message
-    sock = wait_for_daemon(socket_path, pid)
+    sock = wait_for_daemon(socket_path, pid, pause=pause)
     if sock is None:
         return None, f"the workstation daemon did not start; see {stderr_file(home)} and `assernctl logs`"
     return sock, message

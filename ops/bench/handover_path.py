@@ -16,6 +16,12 @@ alternate between the two (so whatever the machine does meanwhile hits both alik
 Printed: the median and p99 of a call through each and the ratio resuming / bytes; each
 bridge's PSS after the calls; and how long each takes to exit once its stdin closes,
 and on SIGTERM (fresh sessions for that).
+
+And how long the resuming bridge takes to exit when its client closes stdin while it
+resumes (median and max of `--exits` fresh sessions): the daemon is stopped (SIGSTOP)
+under a call, the bridge gives up on it (`ASSERN_DAEMON_LIVENESS` 0.1 s, the call's
+error), and its resume waits for a welcome the stopped daemon never sends (up to 30 s);
+its client then closes stdin. The daemon is continued (SIGCONT) after each.
 """
 
 from __future__ import annotations
@@ -76,21 +82,7 @@ class Shim:
         self.next_id = 0
 
     def ask(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.next_id += 1
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
-        if params is not None:
-            message["params"] = params
-        self.process.stdin.write(line(message))
-        self.process.stdin.flush()
-        while True:
-            raw = self.process.stdout.readline()
-            if not raw:
-                raise RuntimeError(f"the session ended before answering {method}")
-            answer: dict[str, Any] = json.loads(raw)
-            if answer.get("id") == self.next_id:
-                return answer
+        return self.answer(self.send(method, params))
 
     def start(self) -> Shim:
         hello = {
@@ -111,6 +103,28 @@ class Shim:
             raise RuntimeError(f"the call failed: {answer}")
         return time.perf_counter() - started
 
+    def send(self, method: str, params: dict[str, Any] | None = None) -> int:
+        """Write a request without waiting for its answer; its id."""
+        assert self.process.stdin is not None
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.process.stdin.write(line(message))
+        self.process.stdin.flush()
+        return self.next_id
+
+    def answer(self, ident: int) -> dict[str, Any]:
+        """The answer to request `ident` (what comes before it is skipped)."""
+        assert self.process.stdout is not None
+        while True:
+            raw = self.process.stdout.readline()
+            if not raw:
+                raise RuntimeError(f"the session ended before answering request {ident}")
+            answer: dict[str, Any] = json.loads(raw)
+            if answer.get("id") == ident:
+                return answer
+
     def exit_seconds(self, how: str) -> float:
         assert self.process.stdin is not None
         started = time.perf_counter()
@@ -130,6 +144,33 @@ def shims(env: dict[str, str], root: Path) -> dict[str, Shim]:
         "resuming": Shim([script("assern"), "serve"], env, work).start(),
         "bytes": Shim([sys.executable, "-c", BYTES_SHIM, socket_path, log_file], env, work).start(),
     }
+
+
+def daemon_pid(env: dict[str, str], root: Path) -> int:
+    done = subprocess.run(
+        [script("assernctl"), "status", "--json"], env=env, cwd=root, capture_output=True, check=True
+    )
+    pid = json.loads(done.stdout)["workstation"]["daemon"]["pid"]
+    assert isinstance(pid, int)
+    return pid
+
+
+def resume_exit_seconds(env: dict[str, str], root: Path, daemon: int) -> float:
+    """A fresh resuming session whose daemon hangs under a call: the time from its client
+    closing stdin, during the resume that follows, to its exit (see the module)."""
+    shim = Shim([script("assern"), "serve"], {**env, "ASSERN_DAEMON_LIVENESS": "0.1"}, root / "work").start()
+    os.kill(daemon, signal.SIGSTOP)
+    try:
+        ident = shim.send("tools/call", {"name": "b01_echo", "arguments": {"text": "x"}})
+        answer = shim.answer(ident)
+        if "error" not in answer:
+            raise RuntimeError(f"the call was answered by a stopped daemon: {answer}")
+        time.sleep(0.3)  # well into the resume's wait for a welcome
+        if shim.process.poll() is not None:
+            raise RuntimeError("the session ended before its client did")
+        return shim.exit_seconds("stdin")
+    finally:
+        os.kill(daemon, signal.SIGCONT)
 
 
 def socket_file(env: dict[str, str]) -> str:
@@ -178,6 +219,10 @@ def main() -> None:
                 for how in ("stdin", "sigterm"):
                     for kind, shim in shims(env, root).items():
                         figures[kind][f"exit_{how}_ms"].append(shim.exit_seconds(how) * 1000)
+            daemon = daemon_pid(env, root)
+            figures["resuming"]["exit_stdin_resuming_ms"] = [
+                resume_exit_seconds(env, root, daemon) * 1000 for _ in range(args.exits)
+            ]
         finally:
             subprocess.run(
                 [script("assernctl"), "shutdown"], env=env, cwd=root, capture_output=True, check=False
@@ -189,6 +234,11 @@ def main() -> None:
             f"PSS {f['pss_kib'] / 1024:.1f} MB  exit on stdin close max {max(f['exit_stdin_ms']):.1f} ms  "
             f"on SIGTERM max {max(f['exit_sigterm_ms']):.1f} ms"
         )
+    during = figures["resuming"]["exit_stdin_resuming_ms"]
+    print(
+        f"resuming exit on stdin close during a resume: median {statistics.median(during):.1f} ms  "
+        f"max {max(during):.1f} ms  ({len(during)} sessions)"
+    )
     ratio = figures["resuming"]["call_median_ms"] / figures["bytes"]["call_median_ms"]
     figures["ratio_call_median"] = ratio
     print(f"call median resuming / bytes: {ratio:.3f}")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from harness import AssernEnv, process_alive, server_table
+from harness import AssernEnv, Wire, assern_command, process_alive, server_table
 from instances import ctl_json, events, in_flight, reap, serve_in, text_of, wait_until
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -151,4 +152,36 @@ async def test_a_slow_call_is_not_taken_for_a_hung_daemon_in_either_era(assern_e
             async with Client(serve_in(assern_env, folder), mode=era) as client:
                 answer = await client.call_tool("alpha_slow", {"seconds": 1.5})
                 assert not answer.is_error, era
+    assert not events(assern_env, "session_resumed")
+
+
+async def test_a_client_that_closes_stdin_while_its_session_resumes_ends_it_at_once(
+    assern_env: AssernEnv,
+) -> None:
+    folder = assern_env.work / "p"
+    folder.mkdir()
+    (assern_env.assern_home / "config.toml").write_text(server_table("alpha"))
+    assern_env.env["ASSERN_DAEMON_LIVENESS"] = "0.3"
+    with trio.fail_after(120):
+        process = await trio.lowlevel.open_process(
+            [assern_command(), "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=assern_env.env,
+            cwd=str(folder),
+        )
+        wire = Wire.of(process)
+        await wire.handshake("raw")
+        await wire.send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "result" in await wire.response(2)
+        pid = await daemon_pid(assern_env, folder)
+        os.kill(pid, signal.SIGSTOP)  # hangs: the resume then waits for a welcome it never sends
+        call = {"name": "alpha_echo", "arguments": {"text": "lost"}}
+        await wire.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        assert (await wire.response(3))["error"]["message"] == LOST_MESSAGE  # the resume has begun
+        await wire.stdin.aclose()
+        # 0, as for any client that closes stdin: not 1, a resume that ran out its 30 s
+        assert await process.wait() == 0
+    assert process_alive(pid)  # the daemon goes on (stopped, as it was)
+    assert [e["ended_by"] for e in events(assern_env, "proxy_stopped", slot="daemon")] == ["client"]
     assert not events(assern_env, "session_resumed")

@@ -13,6 +13,7 @@ import pytest
 
 from assern.app.daemon.launch import (
     DEFAULT_IDLE_EXIT,
+    POLL_INTERVAL,
     alive,
     daemon_argv,
     daemon_wanted,
@@ -106,3 +107,16 @@ def test_the_wait_ends_when_the_started_daemon_exited_with_nobody_listening(tmp_
 
 def test_the_wait_gives_up_after_its_bound(tmp_path: Path) -> None:
     assert wait_for_daemon(str(tmp_path / "daemon.sock"), os.getpid(), timeout=0.05) is None
+
+
+def test_what_the_pause_raises_ends_the_wait(tmp_path: Path) -> None:
+    paused: list[float] = []
+
+    def pause(seconds: float) -> None:
+        paused.append(seconds)
+        if len(paused) == 3:
+            raise InterruptedError("the caller's reason")
+
+    with pytest.raises(InterruptedError, match="the caller's reason"):
+        wait_for_daemon(str(tmp_path / "daemon.sock"), os.getpid(), timeout=3600, pause=pause)
+    assert paused == [POLL_INTERVAL] * 3
