@@ -210,19 +210,35 @@ def exec_bridge(
 ) -> None:
     """Replace this process with a bare bridge over `sock` (same pid, same stdio).
 
-    This file is run as a script by an isolated interpreter without `site` (`-I -S`): it
+    This module is run by an isolated interpreter without `site` (`exec_module`): it
     imports nothing but the standard library, so the proxy keeps nothing of what its
     start imported (about 10.5 MB whichever path led here).
     """
     os.set_inheritable(sock.fileno(), True)
+    exec_module("assern.app.bridge", [str(sock.fileno()), slot, log_file, log_level, profile or ""])
+
+
+#: `python -I -S -c _LAUNCH ROOT MODULE ARGS`: `main()` of MODULE found under ROOT.
+_LAUNCH = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "sys.exit(__import__(sys.argv.pop(1), fromlist=['main']).main())"
+)
+
+
+def exec_module(module: str, arguments: list[str]) -> None:
+    """Replace this process (same pid, stdio, environment and folder) with `main()` of
+    `module`, one of this package's standard-library-only modules, run by an isolated
+    interpreter without `site` (`-I -S`) and given `arguments` as its argv. The module is
+    imported, not run as a file: an import reads the cached bytecode, while a script is
+    compiled again at every start (its time and about 1 MB more PSS for the bridges)."""
     sys.stdout.flush()
     sys.stderr.flush()
-    arguments = [str(sock.fileno()), slot, log_file, log_level, profile or ""]
-    os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), *arguments])
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", _LAUNCH, root, module, *arguments])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -I -S bridge.py FD SLOT LOG_FILE LOG_LEVEL [PROFILE]` (what `exec_bridge` runs)."""
+    """`main()` with argv `FD SLOT LOG_FILE LOG_LEVEL [PROFILE]` (what `exec_bridge` runs)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (4, 5) or not args[0].isdigit():
         print(

@@ -2,7 +2,7 @@
 session across a daemon that died, hung or was superseded.
 
 app/quick.py's `daemon_shim` joins the workstation daemon and then replaces itself with
-this file run by a bare interpreter (`python -I -S handover.py ARGS`, `exec_handover`):
+this module run by a bare interpreter (`python -I -S`, `exec_handover`):
 like app/bridge.py, it keeps nothing of what the start imported. Unlike it, it reads
 the client's lines and the daemon's lines as JSON-RPC (a line it cannot parse passes
 unchanged) and shows them to a `SessionRecord` (app/session_record.py).
@@ -78,7 +78,7 @@ import time
 if __name__ == "__main__":  # run as a file by `python -I -S`: find the package ourselves
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from assern.app.bridge import CHUNK, DRAIN_TIMEOUT, Stopped, log_event
+from assern.app.bridge import CHUNK, DRAIN_TIMEOUT, Stopped, exec_module, log_event
 from assern.app.session_record import DROP, SessionRecord, line_of, lost_error
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app/quick.py)
@@ -844,14 +844,12 @@ def exec_handover(sock: socket.socket | None, join: dict[str, Any], *, log_file:
     meanwhile."""
     if sock is not None:
         os.set_inheritable(sock.fileno(), True)
-    sys.stdout.flush()
-    sys.stderr.flush()
     arguments = [str(sock.fileno()) if sock is not None else "-", log_file, log_level, json.dumps(join)]
-    os.execv(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), *arguments])
+    exec_module("assern.app.handover", arguments)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -I -S handover.py FD LOG_FILE LOG_LEVEL JOIN` (what `exec_handover` runs)."""
+    """`main()` with argv `FD LOG_FILE LOG_LEVEL JOIN` (what `exec_handover` runs)."""
     args = sys.argv[1:] if argv is None else argv
     join = None
     if len(args) == 4 and (args[0].isdigit() or args[0] == "-"):

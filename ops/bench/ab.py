@@ -395,12 +395,22 @@ async def ab(sides: list[Side], scripts: list[Path], args: argparse.Namespace) -
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def bridge_file(arg: str) -> str | None:
+    """The bridge a shim's argument names: a script run as a file (`.../handover.py`, as
+    older builds ran it) or a module launched (`assern.app.handover`): `handover.py`."""
+    if arg.endswith(".py"):
+        return Path(arg).name
+    if arg.startswith("assern.app."):
+        return arg.rpartition(".")[2] + ".py"
+    return None
+
+
 def shim_figures(run: Running) -> dict[str, Any] | None:
     """The shim's own figures (None without a daemon): its CPU per sequential call, and
     its memory after the load."""
     if not run.shim_pid:
         return None
-    script = next((Path(arg).name for arg in procs.cmdline(run.shim_pid) if arg.endswith(".py")), None)
+    script = next(filter(None, map(bridge_file, procs.cmdline(run.shim_pid))), None)
     return {
         "program": script or "assern",  # the bridge it became: bridge.py (bytes) or handover.py
         "cpu_per_call_us": run.shim_cpu / len(run.samples) * 1e6,

@@ -133,14 +133,19 @@ def test_log_lines_have_the_shape_of_the_rest_of_the_log(tmp_path: Path) -> None
     assert os.stat(log_file).st_mode & 0o777 == 0o600
 
 
-def test_the_bridge_script_imports_only_the_standard_library() -> None:
-    """It runs under `python -I -S`: no site-packages, nothing of assern."""
+#: The folder the `assern` package is found in, as `exec_module` gives it.
+ROOT = str(Path(os.path.abspath(bridge_module.__file__)).parent.parent.parent)
+
+
+@pytest.mark.parametrize("module", ["assern.app.bridge", "assern.app.handover"])
+def test_each_bridge_imports_only_the_standard_library(module: str) -> None:
+    """Each runs under `python -I -S`: no site-packages, nothing of assern but itself and
+    the standard-library-only modules it names."""
+    mine = {"assern", "assern.app", "assern.app.bridge", "assern.app.session_record", module}
     code = (
-        "import sys\n"
-        f"path = {bridge_module.__file__!r}\n"
-        "exec(compile(open(path).read(), path, 'exec'), {'__name__': 'not_main', '__file__': path})\n"
+        f"import sys; sys.path.insert(0, {ROOT!r}); import {module}\n"
         "heavy = {'assern', 'trio', 'attrs', 'pathlib', 'typing'}\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in heavy and m not in {mine!r}))"
     )
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
@@ -148,9 +153,12 @@ def test_the_bridge_script_imports_only_the_standard_library() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_the_bridge_script_refuses_wrong_arguments() -> None:
+@pytest.mark.parametrize("module", ["assern.app.bridge", "assern.app.handover"])
+def test_each_bridge_launched_as_exec_module_does_refuses_wrong_arguments(module: str) -> None:
     done = subprocess.run(
-        [sys.executable, "-I", "-S", bridge_module.__file__, "nope"], capture_output=True, text=True
+        [sys.executable, "-I", "-S", "-c", bridge_module._LAUNCH, ROOT, module, "nope"],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 2
     assert "usage" in done.stderr
