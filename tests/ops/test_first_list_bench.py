@@ -35,7 +35,8 @@ def test_two_builds_in_turn_each_get_every_list_and_their_ratio_is_printed(tmp_p
     for kind, case in figures["cases"].items():
         for label in ("A", "B"):
             build = case[label]
-            assert build["starts"] == 1, (kind, label)
+            assert build["starts"] == len(build["list_ms"]) == 1, (kind, label)
+            assert build["list_ms"] == [build["median_ms"]], (kind, label)
             assert build["tools"] == [TOOLS], (kind, label)  # every start got its whole list
             assert build["list_changed_before"] == 0, (kind, label)
             assert 0 < build["median_ms"] <= build["p90_ms"] <= build["max_ms"], (kind, label)
