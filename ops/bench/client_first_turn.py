@@ -47,6 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from model_stub import ModelStub, tool_names
+from serve_client import spawn_listing
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE.parents[1] / "examples" / "default.toml"
@@ -111,28 +112,9 @@ class Setup:
 
     def start_daemon(self) -> None:
         """An `assern serve` that starts the daemon and leaves: the daemon goes on."""
-        process = subprocess.Popen(
-            [beside_python("assern"), "serve"],
-            env=self.env({}),
-            cwd=self.project,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        process = spawn_listing([beside_python("assern"), "serve"], env=self.env({}), cwd=self.project)
         assert process.stdin is not None
         assert process.stdout is not None
-        hello = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "bench", "version": "1"},
-        }
-        for message in (
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-        ):
-            process.stdin.write(json.dumps(message).encode() + b"\n")
-        process.stdin.flush()
         while (raw := process.stdout.readline()) and json.loads(raw).get("id") != 2:
             pass
         process.stdin.close()

@@ -40,6 +40,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+# isort: split
+from serve_client import spawn_listing
+
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parents[1] / "examples"
 BACKEND_MARKERS = ("notes_server", "calc_server", "mcp_server_time")
@@ -103,26 +106,10 @@ def world(root: Path, projects: int) -> tuple[dict[str, str], list[Path]]:
     return env, folders
 
 
-def line(message: dict[str, Any]) -> bytes:
-    return json.dumps(message).encode() + b"\n"
-
-
 def session(env: dict[str, str], folder: Path) -> subprocess.Popen[bytes]:
     """`assern serve` in `folder`, initialized and listed."""
-    process = subprocess.Popen(
-        [script("assern"), "serve"], env=env, cwd=folder, stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    assert process.stdin is not None
+    process = spawn_listing([script("assern"), "serve"], env=env, cwd=folder, stderr=None)
     assert process.stdout is not None
-    hello = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "bench", "version": "1"},
-    }
-    process.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
-    process.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    process.stdin.write(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-    process.stdin.flush()
     while True:
         raw = process.stdout.readline()
         if not raw:

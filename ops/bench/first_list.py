@@ -65,6 +65,7 @@ import attrs
 import builds
 import procs
 from measure import percentile
+from serve_client import line, spawn_listing
 
 HERE = Path(__file__).resolve().parent
 CONFIG = HERE.parents[1] / "examples" / "default.toml"
@@ -95,10 +96,6 @@ class Build:
         return self.root / "started-home"
 
 
-def line(message: dict[str, Any]) -> bytes:
-    return json.dumps(message).encode() + b"\n"
-
-
 def environ(home: Path, *, isolated: bool) -> dict[str, str]:
     env = {
         "HOME": str(home),
@@ -114,25 +111,11 @@ def one_start(script: Path, home: Path, work: Path, *, isolated: bool = True) ->
     """Spawn, handshake, list; the seconds to the list's answer and what came before it."""
     env = environ(home, isolated=isolated)
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [str(script), "serve", "--config", str(CONFIG)],
-        env=env,
-        cwd=work,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+    process = spawn_listing(
+        [str(script), "serve", "--config", str(CONFIG)], env=env, cwd=work, client="first-list-bench"
     )
     assert process.stdin is not None
     assert process.stdout is not None
-    hello = {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "first-list-bench", "version": "1"},
-    }
-    process.stdin.write(line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}))
-    process.stdin.write(line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-    process.stdin.write(line({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-    process.stdin.flush()
     changed = 0
     while True:
         raw = process.stdout.readline()

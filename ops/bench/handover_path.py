@@ -41,8 +41,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from daemon_fanout import line, pss_kib, script  # noqa: E402
+from daemon_fanout import pss_kib, script  # noqa: E402
 from measure import percentile  # noqa: E402
+from serve_client import line  # noqa: E402
 
 #: The pre-resume shim: hello, welcome, then the byte bridge (app/bridge.py).
 BYTES_SHIM = """
