@@ -25,7 +25,7 @@ sleeps after its `idle_timeout` as after a call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 import structlog
@@ -38,7 +38,7 @@ from assern.supervisor.mailbox import ActorGone, Reply, call
 
 if TYPE_CHECKING:
     from assern.actors.backend.backends import Directory
-    from assern.app.tree import Tree
+    from assern.supervisor.cell import Cell
 
 log = structlog.get_logger()
 
@@ -56,6 +56,14 @@ RUNNING = frozenset({BackendState.STARTING, BackendState.READY, BackendState.RES
 GIVEN_UP = frozenset({BackendState.FAILED, BackendState.STOPPED})
 #: The states a backend is started by hand from.
 ASLEEP = frozenset({BackendState.LAZY, BackendState.DORMANT})
+
+
+class ViewTree(Protocol):
+    """What warming uses of a started view's tree (app/tree.py's `Tree`)."""
+
+    settled: trio.Event
+    directory: Cell[Directory]
+    backends_send: trio.MemorySendChannel[BackendsMsg]
 
 
 def _strings(items: list[Any]) -> bool:
@@ -154,7 +162,7 @@ class NotWarm:
         return attrs.asdict(self)
 
 
-async def warm_backends(tree: Tree, label: str, running: tuple[str, ...]) -> None:
+async def warm_backends(tree: ViewTree, label: str, running: tuple[str, ...]) -> None:
     """Start the backends named `running` in a started view's `tree` (the lazy and dormant
     ones by hand, once the view's first starts are done) and wait until none of them is
     still on its way (the caller bounds it; `unready` says what was not warm)."""
@@ -185,7 +193,7 @@ async def warm_backends(tree: Tree, label: str, running: tuple[str, ...]) -> Non
             await trio.sleep(WARM_POLL)
 
 
-async def _start(tree: Tree, name: str) -> None:
+async def _start(tree: ViewTree, name: str) -> None:
     """Ask the view's backends supervisor to start `name` (as `assernctl start` does)."""
 
     def command(reply: Reply[str]) -> BackendsMsg:
