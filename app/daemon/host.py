@@ -7,8 +7,8 @@ assern daemon (DaemonHost)
 │                 router, catalog, listener of its own), its backends drawn from the pool;
 │                 stopped `view_grace` seconds after its last session left
 └── sockets       daemon.sock (MCP: each connection starts with `assern/hello`) and
-                  daemon.ctl (control: daemon-wide hello, status and shutdown; any other
-                  command names its view by fingerprint)
+                  daemon.ctl (control: daemon-wide hello, status, shutdown, supersede and
+                  contexts; any other command names its view by fingerprint)
 ```
 
 A connection's hello (app/daemon/hello.py) gives its working folder, environment and
@@ -206,7 +206,6 @@ class DaemonHost:
         build: str,
         started_by: str = "command",
         generation: int = 1,
-        predecessor: Predecessor | None = None,
         takeover: Takeover | None = None,
     ) -> None:
         """`mcp` and `control` are the daemon's sockets, bound; None with `takeover`: a
@@ -222,7 +221,7 @@ class DaemonHost:
         #: 1 for a daemon that superseded none; each successor counts one more
         self.generation = generation
         #: the daemon this one superseded, while it drains (and what it last said)
-        self.predecessor = predecessor if takeover is None else takeover.predecessor
+        self.predecessor = takeover.predecessor if takeover is not None else None
         #: a takeover begun, until it completes (then the sockets are ours)
         self.takeover = takeover
         #: what warming for the takeover did (for status: no environment value)

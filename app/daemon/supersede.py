@@ -38,6 +38,7 @@ from assern.actors.listener.control_protocol import UNKNOWN_COMMAND
 from assern.actors.listener.socket_basics import PROTOCOL_VERSION
 from assern.actors.listener.unix_socket import UnixListener, bind_unix
 from assern.app.control_client import ControlUnavailable, connect_unix
+from assern.app.daemon.launch import alive
 from assern.app.instance import InstanceError, Slot
 from assern.app.instance_lock import InstanceLock
 
@@ -138,7 +139,15 @@ class Takeover:
             if sock is None:
                 raise InstanceError("the connection to the running daemon is closed")
             mcp, control = _bind_over(self.slot)
-            reply = _ask(sock, "supersede", 2, build=self.build, pid=os.getpid(), deadline=self.deadline)
+            try:
+                reply = _ask(sock, "supersede", 2, build=self.build, pid=os.getpid(), deadline=self.deadline)
+            except (OSError, ControlUnavailable):
+                if alive(self.predecessor.pid):
+                    mcp.withdraw()
+                    control.withdraw()
+                    raise
+                self._close()
+                return mcp, control  # it died while this daemon warmed: the sockets are ours
             if not reply.get("ok"):
                 found = reply.get("error")
                 error: dict[str, Any] = found if isinstance(found, dict) else {}
