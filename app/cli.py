@@ -362,10 +362,13 @@ def workstation_daemon(args: argparse.Namespace) -> int:
         control_path=claimed.slot.control,
         idle_exit=args.idle_exit,
         started_by=started_by,
-        generation=claimed.predecessor.generation + 1 if claimed.predecessor is not None else 1,
-        predecessor=claimed.predecessor,
+        generation=claimed.takeover.predecessor.generation + 1 if claimed.takeover is not None else 1,
+        takeover=claimed.takeover,
     )
     trio.run(host.run)
+    if host.failure is not None:
+        print(f"assern daemon: {host.failure}", file=sys.stderr)
+        return 2
     return 0
 
 

@@ -33,6 +33,7 @@ COMMANDS: Mapping[str, str] = {
     "reload": "resolve the configuration again and apply the difference",
     "shutdown": "stop the instance (every backend gets its graceful stop)",
     "supersede": "a successor took the daemon's sockets (build, pid, deadline): drain, then stop",
+    "contexts": "for a successor: what each session stated in its hello, and each view's running backends",
     "context_reindex": "context servers re-check their root: optional server, full (rebuild)",
     "web": "serve the status page (started by the first web) and mint a one-time sign-in address",
 }

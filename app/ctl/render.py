@@ -223,12 +223,30 @@ def generation_lines(daemon: Mapping[str, Any]) -> list[str]:
                     f"build {predecessor.get('build')}) draining: {still}"
                 )
         lines.append(line)
+    lines += warmed_lines(daemon.get("warmed"))
     superseded = daemon.get("superseded")
     if isinstance(superseded, Mapping):
         lines.append(
             f"  superseded by build {superseded.get('build')} (pid {superseded.get('pid')}): draining, "
             f"{daemon.get('calls_in_flight', 0)} call(s) in flight, at most {superseded.get('deadline_s')} s"
         )
+    return lines
+
+
+def warmed_lines(warmed: object) -> list[str]:
+    """What a successor warmed before it took the sockets, and what was not warm."""
+    if not isinstance(warmed, Mapping):
+        return []
+    lines = [
+        f"  warmed before the takeover: {warmed.get('sessions')} session(s)' views ({warmed.get('views')}), "
+        f"{warmed.get('backends')} backend(s) ready, in {warmed.get('warm_s')} s"
+    ]
+    lines.extend(
+        f"    not warm: {entry.get('server')} of {entry.get('view')} "
+        f"({entry.get('state')}: {entry.get('why')})"
+        for entry in warmed.get("not_warm") or ()
+        if isinstance(entry, Mapping)
+    )
     return lines
 
 

@@ -184,6 +184,17 @@ def read_hello(line: bytes, *, daemon_build: str) -> dict[str, Any]:
         raise Unsupported(protocol, params.get("build"), daemon_build)
     if not isinstance(params.get("build"), str):
         raise BadHello(f"{HELLO_METHOD} build must be a string (the sending assern's build id)")
+    check_context(params)
+    return params
+
+
+def check_context(params: Mapping[str, Any]) -> None:
+    """Check what a connection states to have its configuration resolved: its working
+    folder, environment and `--config`, `--project` and `--profile`.
+
+    Raises:
+        BadHello: what is wrong with them.
+    """
     cwd, env = params.get("cwd"), params.get("env")
     if not isinstance(cwd, str) or not cwd.startswith("/"):
         raise BadHello("cwd must be an absolute path")
@@ -194,4 +205,3 @@ def read_hello(line: bytes, *, daemon_build: str) -> dict[str, Any]:
     for key in ("config", "project", "profile"):
         if not isinstance(params.get(key), str | None):
             raise BadHello(f"{key} must be a string or null")
-    return params

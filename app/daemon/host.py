@@ -7,8 +7,8 @@ assern daemon (DaemonHost)
 │                 router, catalog, listener of its own), its backends drawn from the pool;
 │                 stopped `view_grace` seconds after its last session left
 └── sockets       daemon.sock (MCP: each connection starts with `assern/hello`) and
-                  daemon.ctl (control: daemon-wide hello, status and shutdown; any other
-                  command names its view by fingerprint)
+                  daemon.ctl (control: daemon-wide hello, status, shutdown, supersede and
+                  contexts; any other command names its view by fingerprint)
 ```
 
 A connection's hello (app/daemon/hello.py) gives its working folder, environment and
@@ -61,10 +61,20 @@ from assern.actors.listener.unix_socket import UnixListener, refuse
 from assern.app.daemon.hello import MAX_HELLO, PROTOCOL, PROTOCOLS, BadHello, read_hello
 from assern.app.daemon.launch import DRAIN_DEADLINE, alive
 from assern.app.daemon.runtime_file import DaemonRecord, new_record, remove_own, write_record
-from assern.app.daemon.supersede import Predecessor, command_line
+from assern.app.daemon.supersede import Predecessor, Takeover, command_line
+from assern.app.daemon.warm import (
+    WARM_BOUND,
+    Plan,
+    WarmTarget,
+    plan,
+    running_backends,
+    stated_context,
+    unready,
+    warm_backends,
+)
 from assern.app.front_door import Replay
 from assern.app.hint import config_environ, resolution_stamp
-from assern.app.instance import fingerprint
+from assern.app.instance import InstanceError, fingerprint
 from assern.app.no_servers import DOCTOR_ID as NO_SERVERS
 from assern.app.no_servers import looked_at, no_servers_line
 from assern.app.tree import Tree, log_reader
@@ -127,6 +137,9 @@ class Session:
     resumes: bool = False
     #: its connection in the view's listener, once it is served
     connection: ClientConnection | None = None
+    #: what its hello stated to resolve its view (environment values: for a successor's
+    #: `contexts` alone, never logged nor in status)
+    context: dict[str, Any] = attrs.field(factory=dict, repr=False)
 
     def opened(self, connection: ClientConnection) -> None:
         self.connection = connection
@@ -184,8 +197,8 @@ class DaemonHost:
         self,
         *,
         assern_home: Path,
-        mcp: UnixListener,
-        control: UnixListener,
+        mcp: UnixListener | None,
+        control: UnixListener | None,
         mcp_path: Path,
         control_path: Path,
         idle_exit: float = 0.0,
@@ -193,8 +206,10 @@ class DaemonHost:
         build: str,
         started_by: str = "command",
         generation: int = 1,
-        predecessor: Predecessor | None = None,
+        takeover: Takeover | None = None,
     ) -> None:
+        """`mcp` and `control` are the daemon's sockets, bound; None with `takeover`: a
+        takeover begun (supersede.py), which the daemon completes once it warmed."""
         self.assern_home = assern_home
         self.mcp = mcp
         self.control = control
@@ -206,7 +221,13 @@ class DaemonHost:
         #: 1 for a daemon that superseded none; each successor counts one more
         self.generation = generation
         #: the daemon this one superseded, while it drains (and what it last said)
-        self.predecessor = predecessor
+        self.predecessor = takeover.predecessor if takeover is not None else None
+        #: a takeover begun, until it completes (then the sockets are ours)
+        self.takeover = takeover
+        #: what warming for the takeover did (for status: no environment value)
+        self.warmed: dict[str, Any] | None = None
+        #: why the daemon could not take the sockets over (it stops: the exit status says so)
+        self.failure: str | None = None
         #: set once a successor superseded this daemon: its build, pid and the drain's deadline
         self.superseded: dict[str, Any] | None = None
         self.started_at = time.time()
@@ -242,7 +263,6 @@ class DaemonHost:
                 protocol=PROTOCOL,
                 socket=str(self.mcp_path),
             )
-            self._write_runtime_file()
             swept = sweep_orphans(self.pids.path.parent)
             if swept:
                 log.warning("orphans_swept", pids=swept)
@@ -253,18 +273,25 @@ class DaemonHost:
                         self._nursery = nursery
                         nursery.start_soon(self._signals)
                         await nursery.start(self.pool.run)
+                        nursery.start_soon(self._retire_views)
+                        if self.takeover is not None and not await self._warm_and_take_over(self.takeover):
+                            return
+                        assert self.mcp is not None
+                        assert self.control is not None
+                        self._write_runtime_file()
                         nursery.start_soon(self._accept, self.mcp, self._serve_mcp, False)
                         nursery.start_soon(self._accept, self.control, self._serve_control, True)
-                        nursery.start_soon(self._retire_views)
                         if self.predecessor is not None:
                             nursery.start_soon(self._follow_predecessor, self.predecessor)
                         await nursery.start(self.page.run)
                         task_status.started()
             finally:
+                if self.takeover is not None:  # stopped before it took the sockets
+                    self.takeover.abandon()
+                    self.takeover = None
                 self.page.close()
                 self._remove_runtime_file()
-                self.mcp.withdraw()
-                self.control.withdraw()
+                self._withdraw()
                 self.pids.close()
                 log.info("daemon_stopped")
 
@@ -273,11 +300,107 @@ class DaemonHost:
         log.info("daemon_stopping", reason=reason)
         self.pool.close()
         self._remove_runtime_file()
-        self.mcp.withdraw()
-        self.control.withdraw()
+        self._withdraw()
         self._cancel.cancel()
 
+    def _withdraw(self) -> None:
+        """Close this daemon's listening sockets (their files only while still its own)."""
+        if self.mcp is not None:
+            self.mcp.withdraw()
+        if self.control is not None:
+            self.control.withdraw()
+
     # ------------------------------------------------------------------ supersede
+
+    async def _warm_and_take_over(self, takeover: Takeover) -> bool:
+        """Warm what the running daemon's moving sessions use (app/daemon/warm.py), then
+        take its sockets; False when they could not be taken (the daemon stops)."""
+        answer, why = await trio.to_thread.run_sync(takeover.contexts)
+        if answer is None:
+            log.info("daemon_warm_skipped", predecessor_pid=takeover.predecessor.pid, reason=why)
+        else:
+            await self._warm(plan(answer))
+        try:
+            self.mcp, self.control = await trio.to_thread.run_sync(takeover.complete)
+        except InstanceError as exc:
+            self.takeover = None
+            self.failure = str(exc)
+            log.error("daemon_takeover_failed", error=str(exc))
+            self.shutdown("the takeover failed")
+            return False
+        self.takeover = None
+        now = trio.current_time()
+        for view in self.views.values():
+            if view.sessions == 0:  # a warmed view's grace counts from the takeover
+                view.idle_since = now
+        self._note_change()
+        return True
+
+    async def _warm(self, warm_plan: Plan) -> None:
+        """Start the views of `warm_plan` and the backends that ran in them, waiting at
+        most `WARM_BOUND` s in all; log and keep (for status) what it did."""
+        for reason in warm_plan.skipped:
+            log.warning("daemon_warm_skipped", reason=reason)
+        started = trio.current_time()
+        warmed: list[tuple[WarmTarget, View]] = []
+        with trio.move_on_after(WARM_BOUND) as bound:
+            async with trio.open_nursery() as nursery:
+                for target in warm_plan.targets:
+                    nursery.start_soon(self._warm_view, target, warmed)
+        not_warm = [
+            entry.document()
+            for target, view in warmed
+            for entry in unready(view.tree.directory.value, view.label, target.running)
+        ]
+        self.warmed = {
+            "views": len(warmed),
+            "sessions": sum(target.sessions for target, _ in warmed),
+            "backends": sum(len(target.running) for target, _ in warmed) - len(not_warm),
+            "not_warm": not_warm,
+            "skipped": len(warm_plan.targets) - len(warmed),
+            "bound_passed": bound.cancelled_caught,
+            "warm_s": round(trio.current_time() - started, 3),
+        }
+        log.info("daemon_warmed", **{k: v for k, v in self.warmed.items() if k != "not_warm"})
+        if not_warm:
+            log.warning("daemon_warm_incomplete", not_warm=not_warm)
+
+    async def _warm_view(self, target: WarmTarget, warmed: list[tuple[WarmTarget, View]]) -> None:
+        """Resolve `target`'s context as a new connection's, start its view and the
+        backends that ran in it (a context that no longer resolves is skipped)."""
+        params = dict(target.context)
+        if not await trio.Path(params["cwd"]).is_dir():
+            gone = "its folder is gone"
+            log.warning("daemon_warm_skipped", view=target.view, cwd=params["cwd"], reason=gone)
+            return
+        load = loader(params, self.assern_home)
+        try:
+            config = await trio.to_thread.run_sync(load)
+        except ConfigError as exc:
+            log.warning("daemon_warm_skipped", view=target.view, cwd=params["cwd"], reason=str(exc))
+            return
+        view = await self._view_for(config, load)
+        warmed.append((target, view))
+        await warm_backends(view.tree, view.label, target.running)
+
+    def contexts(self) -> dict[str, Any]:
+        """For a successor (the `contexts` command): what each session stated in its hello,
+        and which backends of each view run (app/daemon/warm.py). It carries environment
+        values: only ever sent on the control socket, to its same-user peer."""
+        sessions = [
+            {
+                "session": session.id,
+                "view": session.view,
+                "resumes": session.resumes,
+                "context": session.context,
+            }
+            for session in self.sessions.values()
+        ]
+        views = [
+            {"label": view.label, "running": running_backends(view.tree.directory.value)}
+            for view in self.views.values()
+        ]
+        return {"sessions": sessions, "views": views}
 
     def supersede(self, args: Mapping[str, Any]) -> dict[str, Any]:
         """A successor took the sockets: stop accepting, tell the sessions that resume,
@@ -305,8 +428,7 @@ class DaemonHost:
                 sessions_told=len(told),
             )
             self._remove_runtime_file()
-            self.mcp.withdraw()  # the files are the successor's now: only our sockets close
-            self.control.withdraw()
+            self._withdraw()  # the files are the successor's now: only our sockets close
             self._nursery.start_soon(self._drain, build, float(deadline), told)
         return {"draining": True, "pid": os.getpid(), "calls_in_flight": self.calls_in_flight()}
 
@@ -576,6 +698,7 @@ class DaemonHost:
             cwd=params["cwd"],
             connected_at=time.time(),
             resumes=params.get("resumes") is True,
+            context=stated_context(params),
         )
         view.sessions += 1
         view.idle_since = None
@@ -722,6 +845,8 @@ class DaemonHost:
                 return proto.ok_line(command.id, self.hello()), False
             if command.name == "status":
                 return proto.ok_line(command.id, self.status()), False
+            if command.name == "contexts":
+                return proto.ok_line(command.id, self.contexts()), False
             if command.name == "shutdown":
                 return proto.ok_line(command.id, {"stopping": True, "pid": os.getpid()}), True
             if command.name == "supersede":
@@ -837,6 +962,7 @@ class DaemonHost:
                 "started_by": self.started_by,
                 "generation": self.generation,
                 "predecessor": self._predecessor_doc(),
+                "warmed": self.warmed,
                 "superseded": self.superseded,
                 "calls_in_flight": self.calls_in_flight(),
                 "sockets": {"mcp": str(self.mcp_path), "control": str(self.control_path)},

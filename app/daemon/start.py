@@ -23,7 +23,7 @@ import attrs
 
 from assern.actors.listener.unix_socket import UnixListener
 from assern.app.daemon.hello import DAEMON_SLOT
-from assern.app.daemon.supersede import Predecessor, take_over
+from assern.app.daemon.supersede import Takeover, begin_takeover
 from assern.app.election import HELLO_TIMEOUT, LOCK_TIMEOUT, Seen, bind_slot, look
 from assern.app.instance import InstanceError, InstanceLock, Slot, prepare_socket_directory, socket_directory
 
@@ -42,13 +42,13 @@ class DaemonRunning(Exception):
 
 @attrs.frozen(kw_only=True, eq=False)
 class Claimed:
-    """The daemon's sockets, bound."""
+    """The daemon's sockets, bound; or, superseding a running daemon, the takeover begun
+    (`takeover`: the daemon warms, then takes the sockets: supersede.py)."""
 
     slot: Slot
-    mcp: UnixListener
-    control: UnixListener
-    #: the daemon these sockets were taken from (`claim(supersede=...)`), draining
-    predecessor: Predecessor | None = None
+    mcp: UnixListener | None = None
+    control: UnixListener | None = None
+    takeover: Takeover | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -101,8 +101,9 @@ def activated(environ: MutableMapping[str, str]) -> Claimed | None:
 
 
 def claim(assern_home: Path, environ: Mapping[str, str], supersede: Supersede | None = None) -> Claimed:
-    """Bind the daemon's sockets; with `supersede`, take them from the daemon that answers
-    there (it drains and stops), or bind them as usual when none does.
+    """Bind the daemon's sockets; with `supersede`, begin taking them from the daemon that
+    answers there (the takeover holds `daemon.lock` until it completes), or bind them as
+    usual when none does.
 
     Raises:
         DaemonRunning: a daemon answers there already (and `supersede` is None).
@@ -114,16 +115,18 @@ def claim(assern_home: Path, environ: Mapping[str, str], supersede: Supersede | 
     slot = Slot(directory.path, DAEMON_SLOT)
     lock = InstanceLock(directory.path / f"{DAEMON_SLOT}.lock")
     lock.acquire(LOCK_TIMEOUT)
+    handed = False  # the lock goes with a takeover begun
     try:
         seen, hello = look(slot, HELLO_TIMEOUT)
         replaced = supersede is not None and supersede.only not in (None, (hello or {}).get("build"))
         if seen is Seen.ANSWERED and replaced:  # another start replaced that build first
             raise DaemonRunning((hello or {}).get("pid"), slot)
         if seen is Seen.ANSWERED and supersede is not None:
-            mcp, control, predecessor = take_over(
-                slot, build=supersede.build, reason=supersede.reason, deadline=supersede.deadline
+            takeover = begin_takeover(
+                slot, build=supersede.build, reason=supersede.reason, deadline=supersede.deadline, lock=lock
             )
-            return Claimed(slot=slot, mcp=mcp, control=control, predecessor=predecessor)
+            handed = True
+            return Claimed(slot=slot, takeover=takeover)
         if seen is Seen.ANSWERED:
             raise DaemonRunning((hello or {}).get("pid"), slot)
         if seen is Seen.OCCUPIED:
@@ -134,4 +137,5 @@ def claim(assern_home: Path, environ: Mapping[str, str], supersede: Supersede | 
             raise InstanceError(f"cannot listen on {slot.mcp}: {exc.strerror or exc}") from None
         return Claimed(slot=slot, mcp=mcp, control=control)
     finally:
-        lock.release()
+        if not handed:
+            lock.release()

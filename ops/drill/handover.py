@@ -24,15 +24,17 @@ both clients' first answered call (the backend's start left out). Half-way:
 Printed per client: calls ok, failed (with an error), hung (no answer within `--hang`
 seconds: there must be none), disconnects (the session ended under the client: none),
 whether the session still answers afterwards, how long its first call took (it waits
-for the backend's start), and the slowest call after it that succeeded with when it
-was sent, counted from the kill or the takeover; the `session_resumed` lines of the
-log; and whether any process of the old daemon's tree (itself, its watchdog and its
-backends) is left once the new daemon serves. For `kill`: the old and new daemon's
+for the backend's start), the slowest call after it that succeeded with when it was
+sent, counted from the kill or the takeover, and the slowest that succeeded among the
+calls sent after the kill or the takeover; the `session_resumed` lines of the log; and
+whether any process of the old daemon's tree (itself, its watchdog and its backends)
+is left once the new daemon serves. For `kill`: the old and new daemon's
 pids. For `supersede`: the old daemon's pid and build, the calls in flight on it and
 the sessions it told to move at the takeover (its `daemon_superseded` line), how long
 after the takeover it was gone against its drain deadline plus 1 s, and the new
 daemon's pid, build and generation with the clients it serves (its `assernctl status
---json`, asked while every client is still connected).
+--json`, asked while every client is still connected), and what it warmed before it took
+the sockets (its `daemon_warmed` line: the moving sessions' views and their backends).
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ def new_counts() -> dict[str, Any]:
         "first_ms": None,  # the first call (a backend that starts makes it slow)
         "slowest_ok_ms": 0.0,  # of the calls after the first
         "slowest_ok_at": None,  # when it was sent (seconds since the epoch)
+        "oks": [],  # (sent at, ms) of every call that succeeded
         "errors": [],
         "ready": trio.Event(),
         "answered": trio.Event(),
@@ -187,6 +190,7 @@ async def client(
                         await session.call_tool("b01_echo", {"text": name})
                         counts["ok"] += 1
                         took = round((trio.current_time() - started) * 1000, 1)
+                        counts["oks"].append((sent_at, took))
                         if counts["answered"].is_set() and took > counts["slowest_ok_ms"]:
                             counts["slowest_ok_ms"], counts["slowest_ok_at"] = took, sent_at
                     except MCPError as error:
@@ -290,7 +294,7 @@ async def kill_case(seconds: float, hang: float) -> dict[str, Any]:
             figures["resumes"] = resumes(log_lines(env))
         finally:
             await shutdown(env, work)
-        figures["clients"] = {era: public(counts[era]) for era in ERAS}
+        figures["clients"] = {era: public(counts[era], figures.get("disrupted_at")) for era in ERAS}
         return figures
 
 
@@ -336,9 +340,10 @@ async def supersede_case(seconds: float, hang: float) -> dict[str, Any]:
             figures["old_tree_left"] = await wait_gone(tree, 10)
             figures["new"] = new_daemon(new, old["pid"])
             figures["resumes"] = resumes(log_lines(env))
+            figures["warmed"] = warmed(log_lines(env))
         finally:
             await shutdown({**env, **newer}, work)
-        figures["clients"] = {name: public(counts[name]) for name in names}
+        figures["clients"] = {name: public(counts[name], figures.get("disrupted_at")) for name in names}
         return figures
 
 
@@ -385,8 +390,20 @@ def new_daemon(found: dict[str, Any] | None, old_pid: int) -> dict[str, Any]:
     }
 
 
-def public(counts: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in counts.items() if not isinstance(v, trio.Event)}
+def public(counts: dict[str, Any], at: float | None) -> dict[str, Any]:
+    """A client's counts for the report, with the slowest call that succeeded among those
+    sent at or after the disruption (`at`, seconds since the epoch)."""
+    after = [took for sent, took in counts["oks"] if at is not None and sent >= at]
+    found = {k: v for k, v in counts.items() if not isinstance(v, trio.Event) and k != "oks"}
+    return {**found, "calls_after": len(after), "slowest_after_ms": max(after, default=None)}
+
+
+def warmed(lines: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """What the new daemon warmed before it took the sockets (its `daemon_warmed` line)."""
+    line = next((e for e in lines if e.get("event") == "daemon_warmed"), None)
+    if line is None:
+        return None
+    return {key: line.get(key) for key in ("views", "sessions", "backends", "skipped", "warm_s")}
 
 
 def print_clients(figures: dict[str, Any]) -> None:
@@ -397,7 +414,9 @@ def print_clients(figures: dict[str, Any]) -> None:
         print(
             f"{name:11} ok {c['ok']:5}  failed {c['failed']}  hung {c['hung']}  "
             f"disconnects {c['disconnects']}  works afterwards {c['works_after']}  "
-            f"first call {c['first_ms']} ms  slowest ok call after it {c['slowest_ok_ms']} ms{when}"
+            f"first call {c['first_ms']} ms  slowest ok call after it {c['slowest_ok_ms']} ms{when}  "
+            f"slowest ok call sent after the {DISRUPTION[figures['case']]} {c['slowest_after_ms']} ms "
+            f"({c['calls_after']} calls)"
         )
     for resumed in figures["resumes"]:
         by = f" by {resumed['by']}" if resumed.get("by") else ""
@@ -429,6 +448,15 @@ def report(case: str, figures: dict[str, Any]) -> None:
         f"new daemon {new['pid']} ({new['build']}, generation {new['generation']}) serves: "
         f"{', '.join(new['clients'])}"
     )
+    warm = figures.get("warmed")
+    if warm is None:
+        print("new daemon warmed nothing before it took the sockets (no daemon_warmed line)")
+    else:
+        print(
+            f"new daemon warmed {warm['sessions']} sessions' views ({warm['views']} views, "
+            f"{warm['backends']} backends ready, {warm['skipped']} skipped) in {warm['warm_s']} s "
+            "before it took the sockets"
+        )
 
 
 async def drill(cases: list[str], seconds: float, hang: float) -> dict[str, Any]:

@@ -711,3 +711,97 @@ async def test_a_call_still_running_at_the_drain_deadline_gets_a_clear_error(
     (drained,) = events(assern_env, "daemon_drained")
     assert drained["calls_cut"] == 1
     assert events(assern_env, "daemon_drain_deadline")
+
+
+def lazy_table(name: str) -> str:
+    """A server that starts on its first call (`start = "lazy"`)."""
+    return server_table(name) + 'start = "lazy"\n'
+
+
+def warmed_backends(env: AssernEnv) -> dict[str, int | None]:
+    """The backends the log says were started to warm for a successor, with their pids."""
+    return {e["server"]: e["pid"] for e in events(env, "backend_started", reason="warming for a successor")}
+
+
+async def test_a_successor_warms_what_the_moving_sessions_ran_before_it_takes_the_sockets(
+    assern_env: AssernEnv,
+) -> None:
+    a, b = two_projects(assern_env)
+    config = assern_env.assern_home / "config.toml"
+    config.write_text(config.read_text() + "\n" + lazy_table("later") + "\n" + lazy_table("asleep"))
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            in_b = Session(serve_in(assern_env, b))
+            client = await nursery.start(in_b.run)
+            assert text_of(await client.call_tool("later_echo", {"text": "woken"})) == "woken"
+            in_a = Session(serve_in(assern_env, a))
+            gone = await nursery.start(in_a.run)
+            assert text_of(await gone.call_tool("beta_echo", {"text": "a"})) == "a"
+            shutil.rmtree(a)  # its context no longer resolves: skipped, the rest is warmed
+            old = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            restarted = await ctl(assern_env, "daemon", "restart", cwd=b)
+            assert restarted.returncode == 0, restarted.stderr.decode()
+            doc = (await ctl_json(assern_env, "status", cwd=b))["workstation"]
+            assert doc["daemon"]["pid"] != old["pid"]
+            warmed = doc["daemon"]["warmed"]
+            assert (warmed["views"], warmed["sessions"], warmed["backends"]) == (1, 1, 2), warmed
+            assert warmed["not_warm"] == []
+            # Before any session moved, the backends its session ran are up; the lazy one
+            # that never ran is not.
+            states = {backend["name"]: backend for backend in doc["backends"]}
+            assert states["alpha"]["state"] == "ready"
+            assert states["later"]["state"] == "ready"
+            assert states["asleep"]["state"] == "lazy"
+            started = warmed_backends(assern_env)
+            assert started == {"alpha": states["alpha"]["pid"], "later": states["later"]["pid"]}
+            # The moved session is served by those very processes.
+            assert text_of(await client.call_tool("later_echo", {"text": "moved"})) == "moved"
+            now = (await ctl_json(assern_env, "status", cwd=b))["workstation"]
+            after = {backend["name"]: backend for backend in now["backends"]}
+            assert after["later"]["pid"] == started["later"]
+            assert after["alpha"]["pid"] == started["alpha"]
+            assert after["alpha"]["sessions"] >= 1
+            in_a.leave()
+            in_b.leave()
+    skipped = [e for e in events(assern_env, "daemon_warm_skipped") if e.get("cwd") == str(a)]
+    assert [e["reason"] for e in skipped] == ["its folder is gone"]
+    (line,) = events(assern_env, "daemon_warmed")
+    assert (line["views"], line["sessions"], line["backends"], line["skipped"]) == (1, 1, 2, 1)
+    assert "env" not in json.dumps(events(assern_env, "daemon_warm_skipped"))
+    assert assern_env.env["HOME"] not in json.dumps(line)
+
+
+def older_install(tmp_path: Path) -> dict[str, str]:
+    """A copy of this package of an older version whose daemon does not know `contexts`."""
+    found = newer_install(tmp_path, "0.0.1")
+    protocol = Path(found["PYTHONPATH"]) / "assern" / "actors" / "listener" / "control_protocol.py"
+    text = protocol.read_text()
+    kept = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith('"contexts":'))
+    assert kept != text
+    protocol.write_text(kept + "\n")
+    return found
+
+
+async def test_a_daemon_that_does_not_know_contexts_is_superseded_without_warming(
+    assern_env: AssernEnv, tmp_path: Path
+) -> None:
+    _, b = two_projects(assern_env)
+    older = older_install(tmp_path)
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            params = serve_in(assern_env, b)
+            first = Session(params.model_copy(update={"env": {**(params.env or {}), **older}}))
+            client = await nursery.start(first.run)
+            old = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            assert old["build"].startswith("0.0.1+")
+            restarted = await ctl(assern_env, "daemon", "restart", cwd=b)
+            assert restarted.returncode == 0, restarted.stderr.decode()
+            doc = (await ctl_json(assern_env, "status", cwd=b))["workstation"]["daemon"]
+            assert doc["pid"] != old["pid"]
+            assert doc["warmed"] is None
+            assert text_of(await client.call_tool("alpha_echo", {"text": "moved"})) == "moved"
+            first.leave()
+    (skipped,) = events(assern_env, "daemon_warm_skipped")
+    assert skipped["reason"] == f"the running daemon (build {old['build']}) does not know `contexts`"
+    assert not events(assern_env, "daemon_warmed")
+    assert not warmed_backends(assern_env)

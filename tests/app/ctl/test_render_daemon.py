@@ -93,3 +93,21 @@ def test_a_daemon_being_superseded_says_by_what_and_its_calls() -> None:
     assert generation_lines(daemon) == [
         "  superseded by build 0.1.0+bbbbbbbbbbbb (pid 52): draining, 1 call(s) in flight, at most 60.0 s"
     ]
+
+
+def test_a_successor_says_what_it_warmed_and_what_was_not_warm() -> None:
+    warmed = {
+        "views": 2,
+        "sessions": 3,
+        "backends": 4,
+        "not_warm": [{"view": "a@1234abcd", "server": "slow", "state": "starting", "why": "not ready"}],
+        "skipped": 0,
+        "bound_passed": True,
+        "warm_s": 10.002,
+    }
+    assert generation_lines({"generation": 2, "predecessor": None, "warmed": warmed}) == [
+        "  generation 2",
+        "  warmed before the takeover: 3 session(s)' views (2), 4 backend(s) ready, in 10.002 s",
+        "    not warm: slow of a@1234abcd (starting: not ready)",
+    ]
+    assert generation_lines({"generation": 2, "predecessor": None, "warmed": None}) == ["  generation 2"]
