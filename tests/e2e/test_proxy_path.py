@@ -109,13 +109,13 @@ async def test_a_repeated_start_proxies_through_its_hint_as_a_bare_bridge(
         async with daemon(assern_env, "--config", str(config)):
             async with serve(assern_env, config) as first:
                 assert await first.handshake_and_call("one") == "one"
-                assert "bridge.py" in first.cmdline()  # the election's imports were shed
+                assert "assern.app.bridge" in first.cmdline()  # the election's imports were shed
             assert len(proxied(assern_env)) == 1
             assert not proxied(assern_env, via="hint")
 
             async with serve(assern_env, config) as second:
                 assert await second.handshake_and_call("two") == "two"
-                assert "bridge.py" in second.cmdline()
+                assert "assern.app.bridge" in second.cmdline()
             assert len(proxied(assern_env, via="hint")) == 1
             await wait_until(lambda: len(events(assern_env, "proxy_stopped", ended_by="client")) == 2)
 
