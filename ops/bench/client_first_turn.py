@@ -13,7 +13,8 @@ FIRST model request that carries the prompt and tools: how many of assern's tool
 offers, against `assernctl list`. The client's stderr is searched for duplicate
 registrations ("already registered") and errors. Situations, taking turns:
 
-- "cold": no daemon runs, no saved lists (`$ASSERN_HOME/cache/catalogs` removed);
+- "cold": no daemon runs, no saved lists and no kept first answers
+  (`$ASSERN_HOME/cache/catalogs` and `cache/first-answers` removed);
 - "warm": no daemon runs, the saved lists are kept: the client's `assern serve` starts
   the daemon;
 - "daemon": a daemon already runs (started by an `assern serve` before the run).
@@ -78,6 +79,7 @@ class Setup:
         self.assern_home.mkdir(parents=True, exist_ok=True)
         self.project.mkdir(exist_ok=True)
         self.catalogs = self.assern_home / "cache" / "catalogs"
+        self.first_answers = self.assern_home / "cache" / "first-answers"
         shutil.copyfile(CONFIG, self.assern_home / "config.toml")
 
     def assern_env(self) -> dict[str, str]:
@@ -117,6 +119,11 @@ class Setup:
         assert process.stdout is not None
         while (raw := process.stdout.readline()) and json.loads(raw).get("id") != 2:
             pass
+        # A start answered from kept first answers lists before the daemon's backends
+        # did: the session stays until their listings are saved (at most 30 s).
+        deadline = time.monotonic() + 30
+        while not self.saved_lists() and time.monotonic() < deadline:
+            time.sleep(0.05)
         process.stdin.close()
         process.wait(timeout=30)
 
@@ -142,6 +149,7 @@ class Setup:
         self.stop_daemon()
         if situation == "cold":
             shutil.rmtree(self.catalogs, ignore_errors=True)
+            shutil.rmtree(self.first_answers, ignore_errors=True)
         elif situation == "warm" and not self.saved_lists():
             self.start_daemon()  # its backends list, and their listings are saved
             self.stop_daemon()
